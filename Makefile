@@ -1,0 +1,26 @@
+# Two entry points, each sets up .venv/ on first use and reuses it afterwards:
+#   make demo   release every lab, autograde sample submissions, print the grade table
+#   make test   run the full test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: demo test setup clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: setup
+	$(BIN)/python -m mini.demo
+
+test: setup
+	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+clean:
+	rm -rf $(VENV) course

@@ -1,0 +1,22 @@
+"""mini: a small deep-learning framework for learning how gradients are computed.
+
+    import mini
+    f = lambda x1, x2: x1 + mini.exp(1.5 * x1 + 2.0 * x2)
+    mini.grad(f, argnum=0)(3.0, 0.5)          # 1 + 1.5 e^5.5
+
+The pieces, in the order the labs meet them: ``mini.graph`` (nodes, topological order, evaluation),
+``mini.primitives`` (the operations and their VJPs, in one table), ``mini.autodiff`` (reverse mode
+by tracing), ``mini.gradcheck`` (central differences), ``mini.framework`` (a TensorFlow-v1 style
+static graph over the same table), ``mini.nn`` and ``mini.data`` (a sentiment classifier),
+``mini.kernels`` (Numba CPU and CUDA kernels as a backend) and ``mini.viz`` (pictures).
+"""
+from mini.autodiff import add_outgrads, backward_pass, grad, jacobian, make_vjp, value_and_grad
+from mini.backend import get_backend, set_backend, use_backend
+from mini.gradcheck import check_grads, diagnose, numerical_grad
+from mini.graph import CycleError, Node, evaluate, toposort
+from mini.primitives import (
+    add, axis_size, concatenate, defvjp, defvjp_every_argument, defvjp_zero, divide, dot, equal, exp,
+    getitem, greater, log, log_softmax, logsumexp, matmul, maximum, mean, multiply, negative,
+    one_hot, ones_like, power, primitive, relu, reshape, sigmoid, softmax, subtract, sum, take, tanh,
+    transpose, vjp_of, vjp_table, zeros_like,
+)

@@ -1,0 +1,293 @@
+"""A TensorFlow-v1 style static graph (the deferred front end, L05 slides 35-48).
+
+Phase one builds the program as a graph of symbolic nodes: ``Placeholder`` for data fed at run
+time, ``Variable`` for parameters whose values persist between runs, ``Constant`` for fixed data,
+and an ``Operation`` for every primitive applied to them (``a * x + b`` builds three nodes).  Phase
+two runs it: ``Session().run(fetches, feed_dict)`` computes just the nodes the fetches need, in
+topological order (``mini.graph.toposort``).
+
+Nothing about derivatives is written here.  ``gradients(loss, variables)`` runs mini's one
+``backward_pass`` with symbolic nodes in place of arrays: every VJP in ``mini.primitives`` is written
+with primitives, so on symbolic inputs it builds nodes instead of computing, and the result is a
+backward graph that the Session runs like any other (slide 26 draws exactly this).
+
+    x = Placeholder((None,), "x")
+    a, b = Variable(2.0, "a"), Variable(1.0, "b")
+    y = a * x + b
+    grad_a, grad_b = gradients(mini.sum(y), [a, b])
+    Session().run([y, grad_a], {x: np.array([1.0, 2.0])})
+"""
+import contextlib
+import itertools
+
+import numpy as np
+
+from mini.autodiff import backward_pass
+from mini.graph import Node, reachable, toposort
+from mini.primitives import Primitive, Traced, ones_like, zeros_like
+
+
+class Graph:
+    """A collection of nodes built together; a Session runs the nodes of one graph."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self):
+        self.id = next(self._ids)
+        self._counts = {}
+
+    def unique_name(self, base):
+        """``base``, ``base_1``, ``base_2``, ... so that messages can tell nodes apart."""
+        count = self._counts.get(base, 0)
+        self._counts[base] = count + 1
+        return base if count == 0 else f"{base}_{count}"
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """Build new nodes in this graph inside a ``with`` block."""
+        global _default_graph
+        previous, _default_graph = _default_graph, self
+        try:
+            yield self
+        finally:
+            _default_graph = previous
+
+    def __repr__(self):
+        return f"<Graph {self.id}>"
+
+
+_default_graph = Graph()
+
+
+def get_default_graph():
+    return _default_graph
+
+
+def reset_default_graph():
+    """Start a fresh default graph (old nodes keep working in their own graph)."""
+    global _default_graph
+    _default_graph = Graph()
+    return _default_graph
+
+
+class Tensor(Node, Traced):
+    """A node of a static graph.  Its value exists only inside a Session run."""
+
+    __slots__ = ("graph",)
+
+    def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
+                 name=None, graph=None):
+        self.graph = graph or _default_graph
+        super().__init__(value, fun, args, kwargs, parents, parent_argnums,
+                         self.graph.unique_name(name or type(self).__name__))
+
+    @classmethod
+    def apply(cls, prim, args, kwargs):
+        """A primitive applied to graph nodes does not compute: it adds an Operation node."""
+        parents, argnums = [], []
+        for argnum, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                parents.append(arg)
+                argnums.append(argnum)
+            elif isinstance(arg, Traced):
+                raise TypeError(f"{prim.__name__}: cannot mix framework nodes with a value traced "
+                                f"by mini.grad ({arg!r}); use one front end at a time")
+        graphs = {parent.graph for parent in parents}
+        if len(graphs) > 1:
+            raise ValueError(f"{prim.__name__}: its inputs "
+                             f"{', '.join(f'{p!r} ({p.graph!r})' for p in parents)} belong to "
+                             "different graphs; build a computation in one graph")
+        return Operation(None, prim, tuple(args), kwargs, parents, argnums,
+                         name=prim.__name__, graph=parents[0].graph)
+
+    def vjp_operands(self):
+        """VJPs read this node and its argument nodes, so they build the backward graph."""
+        return self, self.args
+
+    def __repr__(self):
+        return f"<{type(self).__name__} '{self.name}'>"
+
+
+class Placeholder(Tensor):
+    """Input data, supplied in ``feed_dict`` each time the graph runs (slide 37).
+
+    Args:
+        shape: the expected shape; ``None`` in a position accepts any size there.
+        name: how errors and pictures refer to it.
+        dtype: the fed value is converted to this type.
+    """
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape=None, name=None, dtype=np.float64):
+        super().__init__(name=name or "Placeholder")
+        self.shape = None if shape is None else tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    def check_feed(self, value):
+        """Convert a fed value, or say which placeholder got which wrong shape."""
+        value = np.asarray(value, dtype=self.dtype)
+        if self.shape is not None and (value.ndim != len(self.shape) or any(
+                want is not None and want != got for want, got in zip(self.shape, value.shape))):
+            raise ValueError(f"Placeholder '{self.name}' expects shape {self.shape} but was fed "
+                             f"shape {value.shape}")
+        return value
+
+
+class Variable(Tensor):
+    """A parameter: a stateful node whose value persists across runs (slide 38)."""
+
+    __slots__ = ()
+
+    def __init__(self, initial_value, name=None):
+        super().__init__(np.array(initial_value, dtype=np.result_type(initial_value, 1.0)),
+                         name=name or "Variable")
+
+    def assign(self, new_value):
+        """Replace the value (same shape).  The old array is left untouched."""
+        new_value = np.asarray(new_value, dtype=self.value.dtype)
+        if new_value.shape != self.value.shape:
+            raise ValueError(f"Variable '{self.name}' has shape {self.value.shape}; cannot assign "
+                             f"a value of shape {new_value.shape}")
+        self.value = new_value
+
+
+class Constant(Tensor):
+    """Fixed data (slide 39): it cannot be fed or assigned."""
+
+    __slots__ = ()
+
+    def __init__(self, value, name=None):
+        super().__init__(np.asarray(value), name=name or "Constant")
+
+    def assign(self, new_value):
+        raise TypeError(f"Constant '{self.name}' cannot be reassigned; use a Variable for values "
+                        "that change")
+
+
+class Operation(Tensor):
+    """A primitive applied to nodes (slide 40): forward is the primitive, backward its VJPs."""
+
+    __slots__ = ()
+
+    def forward(self, *values):
+        """Compute this node from its inputs' values (in argument order)."""
+        return self.fun.fun(*values, **self.kwargs)
+
+
+class Session:
+    """Runs nodes of one graph (slides 45-48)."""
+
+    def __init__(self, graph=None):
+        self.graph = graph or _default_graph
+
+    def run(self, fetches, feed_dict=None):
+        """Compute ``fetches`` (a node, a list/tuple of nodes or a dict of them).
+
+        Placeholders take their values from ``feed_dict``, Variables and Constants use their own,
+        and each Operation applies its primitive to its inputs' values, in topological order.  Only
+        the nodes the fetches depend on are computed.  Returns values in the shape of ``fetches``.
+        """
+        nodes = _flatten(fetches)
+        for node in nodes:
+            if node.graph is not self.graph:
+                raise ValueError(f"cannot fetch {node!r}: it belongs to {node.graph!r}, this "
+                                 f"Session runs {self.graph!r}")
+        feeds = self._checked_feeds(feed_dict or {})
+
+        values = {}
+        for node in _toposort_all(nodes):
+            if isinstance(node, Placeholder):
+                if node not in feeds:
+                    raise ValueError(f"Placeholder '{node.name}' was not fed: pass its value in "
+                                     f"feed_dict, e.g. run(..., feed_dict={{{node.name}: ...}})")
+                values[node] = feeds[node]
+            elif node.fun is None:
+                values[node] = node.value
+            else:
+                args = list(node.args)
+                for argnum, parent in zip(node.parent_argnums, node.parents):
+                    args[argnum] = values[parent]
+                values[node] = node.forward(*args)
+        return _unflatten(fetches, [values[node] for node in nodes])
+
+    def _checked_feeds(self, feed_dict):
+        feeds = {}
+        for node, value in feed_dict.items():
+            if not isinstance(node, Placeholder):
+                raise TypeError(f"cannot feed {node!r}: only Placeholders are fed"
+                                + (" (change a Variable with .assign)" if isinstance(node, Variable)
+                                   else ""))
+            if node.graph is not self.graph:
+                raise ValueError(f"cannot feed {node!r}: it belongs to {node.graph!r}, this "
+                                 f"Session runs {self.graph!r}")
+            feeds[node] = node.check_feed(value)
+        return feeds
+
+
+def gradients(loss, variables):
+    """Nodes computing d(sum of loss)/d(variable) for each variable (slide 44).
+
+    The backward graph is built by mini's ``backward_pass`` itself: seeded with ``ones_like(loss)``,
+    every VJP it calls receives nodes, so it adds nodes.  A variable the loss does not depend on
+    gets a zeros node.
+    """
+    grads = backward_pass(ones_like(loss), loss)
+    return [grads[v] if v in grads else zeros_like(v) for v in variables]
+
+
+class GradientDescentOptimizer:
+    """Plain gradient descent, theta <- theta - lr * dL/dtheta (slide 44)."""
+
+    def __init__(self, learning_rate):
+        self.learning_rate = learning_rate
+
+    def minimize(self, loss, var_list=None):
+        """An Operation that, each time it runs, takes one step on every Variable of ``loss``."""
+        if var_list is None:
+            var_list = [n for n in reachable(loss) if isinstance(n, Variable)]
+        if not var_list:
+            raise ValueError(f"minimize: {loss!r} depends on no Variable, so there is nothing to "
+                             "train")
+        grads = gradients(loss, var_list)
+        lr = self.learning_rate
+
+        def step(*grad_values):
+            for variable, grad in zip(var_list, grad_values):
+                variable.assign(variable.value - lr * grad)
+
+        update = Primitive(step, name="GradientDescent")
+        return Tensor.apply(update, tuple(grads), {})
+
+
+def _flatten(fetches):
+    if isinstance(fetches, dict):
+        nodes = list(fetches.values())
+    elif isinstance(fetches, (list, tuple)):
+        nodes = list(fetches)
+    else:
+        nodes = [fetches]
+    for node in nodes:
+        if not isinstance(node, Tensor):
+            raise TypeError(f"cannot fetch {node!r}: fetches must be graph nodes (a node, a list "
+                            "or a dict of nodes)")
+    return nodes
+
+
+def _unflatten(fetches, results):
+    if isinstance(fetches, dict):
+        return dict(zip(fetches, results))
+    if isinstance(fetches, (list, tuple)):
+        return type(fetches)(results)
+    return results[0]
+
+
+def _toposort_all(nodes):
+    """One topological order covering every fetch (each node once)."""
+    seen, order = set(), []
+    for fetch in nodes:
+        for node in toposort(fetch):
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+    return order

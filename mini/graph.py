@@ -1,0 +1,143 @@
+"""Computation graphs: nodes, topological order, forward evaluation.
+
+A computation graph (lecture L05, slide 13) has one node per variable or operation and an edge from
+each operation to each of its inputs.  Both of mini's front ends build graphs of :class:`Node`:
+``mini.autodiff`` while the program runs (dynamic, like PyTorch), ``mini.framework`` before it runs
+(static, like TensorFlow v1).  Everything that walks a graph, the forward evaluation here and the
+reverse pass in ``mini.autodiff``, visits nodes in the order :func:`toposort` returns.
+"""
+from collections import deque
+
+
+class Node:
+    """One vertex of a computation graph.
+
+    Attributes:
+        value: the node's forward value (a number or numpy array; ``None`` while not yet computed).
+        fun: the primitive that computes this node from its arguments, or ``None`` for an input.
+        args: the primitive's positional arguments.  Positions that come from other nodes are listed
+            in ``parent_argnums``; their entries in ``args`` may be placeholders and are replaced by
+            the parents' values when the node is (re)evaluated.
+        kwargs: the primitive's keyword arguments (axis, shape, ...): constants, never nodes.
+        parents: the nodes this one reads, in the order of ``parent_argnums`` (the incoming edges).
+        parent_argnums: for each parent, which argument of ``fun`` it is.
+        name: a label for messages and pictures.
+    """
+
+    __slots__ = ("value", "fun", "args", "kwargs", "parents", "parent_argnums", "name", "source")
+
+    def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
+                 name=None):
+        self.value = value
+        self.fun = fun
+        self.args = args
+        self.kwargs = kwargs or {}
+        self.parents = tuple(parents)
+        self.parent_argnums = tuple(parent_argnums)
+        self.name = name
+        self.source = None
+
+    def vjp_operands(self):
+        """What the VJPs of ``fun`` are called with: the output and the arguments' values."""
+        args = list(self.args)
+        for argnum, parent in zip(self.parent_argnums, self.parents):
+            args[argnum] = parent.value
+        return self.value, tuple(args)
+
+    @property
+    def label(self):
+        """What pictures and messages call this node: its name, else its primitive's name."""
+        if self.name is not None:
+            return self.name
+        return getattr(self.fun, "__name__", "input") if self.fun is not None else "input"
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.label}>"
+
+
+class CycleError(ValueError):
+    """The graph has a cycle, so no topological order exists."""
+
+
+def reachable(end_node):
+    """Every node that ``end_node`` depends on (itself included), found without recursion."""
+    seen = {id(end_node): end_node}
+    stack = [end_node]
+    while stack:
+        for parent in stack.pop().parents:
+            if id(parent) not in seen:
+                seen[id(parent)] = parent
+                stack.append(parent)
+    return list(seen.values())
+
+
+def toposort(end_node):
+    """Order the nodes ``end_node`` depends on so that every node comes after all of its inputs.
+
+    This is the lecture's queue procedure (L05 slide 15): keep a count of unprocessed inputs for
+    each node; repeatedly take a node whose count is zero, append it to the processed list and
+    decrement the counts of the nodes that read it.  It is a loop, not a recursion, so a chain of a
+    million nodes sorts as easily as three.
+
+    Returns:
+        list of nodes, inputs first, ``end_node`` last.
+
+    Raises:
+        CycleError: if the nodes form a cycle; the message names a node on it.
+    """
+    nodes = reachable(end_node)
+    unprocessed_inputs = {id(node): 0 for node in nodes}
+    readers = {id(node): [] for node in nodes}
+    for node in nodes:
+        for parent in node.parents:
+            unprocessed_inputs[id(node)] += 1
+            readers[id(parent)].append(node)
+
+    ready = deque(node for node in nodes if unprocessed_inputs[id(node)] == 0)
+    order = []
+    while ready:
+        node = ready.popleft()
+        order.append(node)
+        for reader in readers[id(node)]:
+            unprocessed_inputs[id(reader)] -= 1
+            if unprocessed_inputs[id(reader)] == 0:
+                ready.append(reader)
+
+    if len(order) < len(nodes):
+        stuck = [node for node in nodes if unprocessed_inputs[id(node)] > 0]
+        raise CycleError(f"the graph has a cycle through node {_node_on_cycle(stuck)!r}; "
+                         "a computation graph must be acyclic to be evaluated")
+    return order
+
+
+def _node_on_cycle(stuck):
+    """Walk parent edges among the stuck nodes until one repeats: that node lies on a cycle."""
+    stuck_ids = {id(node) for node in stuck}
+    node, visited = stuck[0], set()
+    while id(node) not in visited:
+        visited.add(id(node))
+        node = next(p for p in node.parents if id(p) in stuck_ids)
+    return node
+
+
+def evaluate(end_node, inputs=None):
+    """Compute every node's value in topological order (L05 slide 14) and return ``end_node``'s.
+
+    Args:
+        end_node: the node whose value is wanted.
+        inputs: optional ``{input node: value}`` overriding the stored values of input nodes.
+
+    Each operation node is computed by calling its primitive on its arguments, with the parents'
+    freshly computed values in the parent positions.  Values are stored on the nodes.
+    """
+    given = {id(node): value for node, value in (inputs or {}).items()}
+    for node in toposort(end_node):
+        if node.fun is None:
+            if id(node) in given:
+                node.value = given[id(node)]
+            continue
+        args = list(node.args)
+        for argnum, parent in zip(node.parent_argnums, node.parents):
+            args[argnum] = parent.value
+        node.value = node.fun(*args, **node.kwargs)
+    return end_node.value
