@@ -104,20 +104,41 @@ def make_vjp(fun, *args, argnum=0):
 
     ``vjp(g)`` is the gradient, with respect to ``args[argnum]``, of ``sum(g * fun(*args))``: the
     vector-Jacobian product ``J^T g``.  Tracing happens once; ``vjp`` may be called many times.
+    ``args[argnum]`` may be an array or a dict/list/tuple of arrays (a model's parameters); the
+    gradient then has the same structure.
     """
-    start = Box(_differentiable(args[argnum], argnum), name=f"argument {argnum}")
+    starts = []
     boxed = list(args)
-    boxed[argnum] = start
+    boxed[argnum] = _box_leaves(args[argnum], argnum, starts)
     end = fun(*boxed)
 
     def vjp(g):
-        start_grad = backward_pass(g, end).get(start) if isinstance(end, Box) else None
-        if start_grad is None:
+        grads = backward_pass(g, end) if isinstance(end, Box) else {}
+        if not any(start in grads for start in starts):
             warnings.warn(f"{_name(fun)}: the output does not depend on argument {argnum}, so its "
                           "gradient is zero", stacklevel=2)
-            return np.zeros_like(start.value)
-        return start_grad
+        leaf_grads = iter([grads[s] if s in grads else np.zeros_like(s.value) for s in starts])
+        return _rebuild(args[argnum], leaf_grads)
     return vjp, end.value if isinstance(end, Box) else end
+
+
+def _box_leaves(x, argnum, starts):
+    """Box every array in a (possibly nested) dict/list/tuple, recording the boxes in order."""
+    if isinstance(x, dict):
+        return {key: _box_leaves(value, argnum, starts) for key, value in x.items()}
+    if isinstance(x, (list, tuple)) and not _is_numeric(x):
+        return type(x)(_box_leaves(value, argnum, starts) for value in x)
+    starts.append(Box(_differentiable(x, argnum), name=f"argument {argnum}"))
+    return starts[-1]
+
+
+def _rebuild(x, leaves):
+    """``x``'s structure with its arrays replaced, in order, by ``leaves``."""
+    if isinstance(x, dict):
+        return {key: _rebuild(value, leaves) for key, value in x.items()}
+    if isinstance(x, (list, tuple)) and not _is_numeric(x):
+        return type(x)(_rebuild(value, leaves) for value in x)
+    return next(leaves)
 
 
 def grad(fun, argnum=0):

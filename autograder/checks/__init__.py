@@ -1,0 +1,209 @@
+"""The hidden checks, one module per lab, shared by the nbgrader path and the pytest path.
+
+A check is a function ``check(rng) -> Case``.  It draws random inputs from ``rng`` and returns a
+:class:`Case` holding two closures over them:
+
+* ``call(student)`` runs the student's code on the inputs and returns plain numbers (arrays,
+  floats, strings, or lists/dicts of them).  This is the only part that touches student code.
+* ``expected()`` computes the right answer with mini's reference implementation or with central
+  differences.  It never touches student code.
+
+Because both sides draw the inputs from the same seed, the two halves can run in different
+processes: the grader sends the seed to the worker, the worker returns the JSON of ``call``'s result
+(:func:`to_plain`), and the grader compares it with ``expected()`` in its own process
+(:func:`verify`), which never imported student code.  In a notebook's hidden test cell both halves
+run in the kernel: ``lab3.grade("backward_pass", globals())``.
+
+Each lab module defines ``CHECKS = {fill_in_name: [check, ...]}``; the test cell of that fill-in
+has nbgrader id ``test_<fill_in_name>``.
+"""
+import contextlib
+import dataclasses
+import importlib
+import os
+import secrets
+from typing import Any, Callable
+
+import numpy as np
+
+LABS = ("lab1_learning", "lab2_graphs", "lab3_autodiff", "lab4_framework", "lab5_kernels")
+
+
+@dataclasses.dataclass
+class Case:
+    """One drawn instance of a check.
+
+    Attributes:
+        what: the call in the lab's terms, e.g. ``"backward_pass on a chain of 5 nodes"``.
+        call: ``call(student) -> plain result``; ``student`` exposes the notebook's names.
+        expected: ``expected() -> plain result`` from the reference.
+        rtol, atol: tolerances for numbers.
+        hint: a sentence added to the failure message (what to look at).
+    """
+
+    what: str
+    call: Callable[["Student"], Any]
+    expected: Callable[[], Any]
+    rtol: float = 1e-6
+    atol: float = 1e-8
+    hint: str = ""
+
+
+class Student:
+    """The names a submission defined, as attributes; missing ones raise a readable error."""
+
+    def __init__(self, namespace):
+        self._namespace = namespace
+
+    def __getattr__(self, name):
+        try:
+            return self._namespace[name]
+        except KeyError:
+            raise NameError(f"your notebook does not define '{name}': run the cell that defines "
+                            "it, and keep the function's name as given") from None
+
+    @contextlib.contextmanager
+    def using(self, **replacements):
+        """Temporarily give the notebook reference versions of other fill-ins, so that a check of
+        one function does not fail because another one is wrong."""
+        saved = {name: self._namespace.get(name, _MISSING) for name in replacements}
+        self._namespace.update(replacements)
+        try:
+            yield self
+        finally:
+            for name, value in saved.items():
+                if value is _MISSING:
+                    self._namespace.pop(name, None)
+                else:
+                    self._namespace[name] = value
+
+
+_MISSING = object()
+
+
+def checks_of(lab):
+    """``{fill_in_name: [check, ...]}`` for a lab (``"lab3_autodiff"`` or ``"lab3"``)."""
+    return importlib.import_module(f"autograder.checks.{_module_name(lab)}").CHECKS
+
+
+def _module_name(lab):
+    for name in LABS:
+        if lab in (name, name.split("_")[0]):
+            return name.split("_")[0]
+    raise ValueError(f"unknown lab {lab!r}; the labs are {', '.join(LABS)}")
+
+
+def new_seed():
+    """The seed for one grading run: ``AUTOGRADER_SEED`` if set (to reproduce a run), else random."""
+    return int(os.environ.get("AUTOGRADER_SEED") or secrets.randbits(32))
+
+
+def case_for(check, seed):
+    """Draw the case of ``check`` for ``seed``; the same on every machine and in every process."""
+    return check(np.random.default_rng(seed))
+
+
+def run_case(case, namespace):
+    """Worker side: the student's result as plain data, or the exception they raised."""
+    try:
+        return {"result": to_plain(case.call(Student(namespace)))}
+    except Exception as error:  # any error in student code is a verdict, not a crash
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def verify(case, outcome):
+    """Grader side: raise AssertionError, in the lab's terms, unless ``outcome`` is right."""
+    if "error" in outcome:
+        raise AssertionError(f"{case.what} raised {outcome['error'][:2000]}"
+                             + (f"\nHint: {case.hint}" if case.hint else ""))
+    problem = _difference(from_plain(outcome["result"]), case.expected(), case.rtol, case.atol)
+    if problem:
+        raise AssertionError(f"{case.what}: {problem}" + (f"\nHint: {case.hint}" if case.hint else ""))
+
+
+def grade(lab, fill_in, namespace, seed=None):
+    """Run every check of one fill-in in this process (what a hidden test cell calls).
+
+    Prints the seed, so that a failure can be reproduced with ``AUTOGRADER_SEED``.
+    """
+    seed = new_seed() if seed is None else seed
+    print(f"hidden checks for {fill_in} (seed {seed})")
+    for number, check in enumerate(checks_of(lab)[fill_in]):
+        case = case_for(check, seed + number)
+        verify(case, run_case(case, namespace))
+
+
+def to_plain(value):
+    """Arrays and numbers to JSON-ready data: floats, lists, dicts, strings, None.
+
+    Arrays become ``{"array": [...], "shape": [...]}`` of float64, so that an object with an odd
+    ``__eq__`` or ``__float__`` cannot survive the trip: only numbers come back.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(key): to_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and not _is_numeric_sequence(value):
+        return [to_plain(item) for item in value]
+    array = np.array(value, dtype=np.float64)
+    return {"array": [float(x) for x in array.ravel()], "shape": list(array.shape)}
+
+
+def from_plain(data):
+    """The inverse of :func:`to_plain`: arrays back as float64 numpy arrays."""
+    if isinstance(data, dict) and set(data) == {"array", "shape"}:
+        return np.array(data["array"], dtype=np.float64).reshape(data["shape"])
+    if isinstance(data, dict):
+        return {key: from_plain(item) for key, item in data.items()}
+    if isinstance(data, list):
+        return [from_plain(item) for item in data]
+    return data
+
+
+def _is_numeric_sequence(value):
+    try:
+        return np.array(value).dtype.kind in "biuf"
+    except (ValueError, TypeError):
+        return False
+
+
+def _difference(got, expected, rtol, atol, path="the result"):
+    """A sentence saying how ``got`` differs from ``expected``, or None if it does not."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            return (f"{path} should be a dict with keys {sorted(expected)}, got "
+                    f"{sorted(got) if isinstance(got, dict) else type(got).__name__}")
+        for key in expected:
+            problem = _difference(got[key], expected[key], rtol, atol, f"{path}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, (list, tuple)) and not _is_numeric_sequence(expected):
+        if not isinstance(got, list) or len(got) != len(expected):
+            return f"{path} should be a sequence of {len(expected)} items, got {_describe(got)}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            problem = _difference(g, e, rtol, atol, f"{path}[{i}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, str) or expected is None:
+        return None if got == expected else f"{path} should be {expected!r}, got {got!r}"
+    expected = np.asarray(expected, dtype=np.float64)
+    if not isinstance(got, np.ndarray) and not isinstance(got, float):
+        return f"{path} should be a number or an array of shape {expected.shape}, got {_describe(got)}"
+    got = np.asarray(got, dtype=np.float64)
+    if got.shape != expected.shape:
+        return f"{path} has shape {got.shape}, expected shape {expected.shape}"
+    bad = ~np.isclose(got, expected, rtol=rtol, atol=atol)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = f" at index {index}" if index else ""
+        return (f"{path} is wrong{where}: expected {expected[index]:.6g}, got {got[index]:.6g} "
+                f"({int(bad.sum())} of {bad.size} entries differ)")
+    return None
+
+
+def _describe(value):
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    return f"{type(value).__name__} {value!r:.80}"
