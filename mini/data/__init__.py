@@ -32,7 +32,7 @@ PAD, UNK = "<pad>", "<unk>"
 
 @dataclass(frozen=True)
 class Split:
-    """One split: ``sentences`` (list of str) and ``labels`` (int64 array, 1 positive, 0 negative)."""
+    """One split: ``sentences`` (list of str), ``labels`` (int64 array; 1 positive, 0 negative)."""
     sentences: list
     labels: np.ndarray
 
@@ -42,7 +42,7 @@ class Split:
 
 @dataclass(frozen=True)
 class Splits:
-    """The three splits of a data set: ``train`` to fit, ``validation`` to choose, ``test`` to report."""
+    """A data set's splits: ``train`` to fit, ``validation`` to choose, ``test`` to report."""
     train: Split
     validation: Split
     test: Split
@@ -62,8 +62,8 @@ def load_sentiment():
     return Splits(**{name: _split(pairs) for name, pairs in by_split.items()})
 
 
-# Words are runs of letters/digits, keeping an inner apostrophe ("don't", "director's") or a leading
-# one (SST-2's split-off "'s", "n't"); any other non-space character is a token of its own.
+# Words are runs of letters/digits, keeping inner apostrophes ("don't", "director's", SST-2's "n't")
+# and a leading one (SST-2's split-off "'s"); any other non-space character is a token of its own.
 _TOKEN = re.compile(r"\w+(?:'\w+)*|'\w+|[^\w\s]")
 
 
@@ -82,7 +82,8 @@ class Vocabulary:
     def __init__(self, tokens):
         """``tokens``: the id-ordered token list, starting with ``<pad>``, ``<unk>``."""
         if list(tokens[:2]) != [PAD, UNK]:
-            raise ValueError(f"a vocabulary must start with {PAD!r}, {UNK!r}; got {list(tokens[:2])}")
+            raise ValueError(f"a vocabulary must start with {PAD!r}, {UNK!r}; "
+                             f"got {list(tokens[:2])}")
         self.tokens = list(tokens)
         self.index = {token: i for i, token in enumerate(self.tokens)}
 
@@ -93,7 +94,8 @@ class Vocabulary:
         training split only: words first met at test time must become ``<unk>``, as they would for
         a deployed model."""
         counts = Counter(token for s in sentences for token in tokenize(s))
-        kept = sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t))
+        kept = sorted((t for t, c in counts.items() if c >= min_count),
+                      key=lambda t: (-counts[t], t))
         return cls([PAD, UNK] + [t for t in kept if t not in (PAD, UNK)])
 
     def __len__(self):
@@ -104,7 +106,7 @@ class Vocabulary:
         return [self.index.get(token, 1) for token in tokens]
 
     def decode(self, ids):
-        """Id list -> token list, leaving out ``<pad>`` so that a padded row reads as its sentence."""
+        """Id list -> token list, leaving out ``<pad>``: a padded row reads as its sentence."""
         return [self.tokens[i] for i in ids if i != 0]
 
 
@@ -135,9 +137,9 @@ def encode_batch(sentences, vocab, max_len=None):
 def batches(ids, mask, labels, batch_size, rng=None):
     """Yield ``(ids, mask, labels)`` minibatches of ``batch_size`` rows (the last may be smaller).
 
-    With a ``numpy.random.Generator`` the rows are shuffled, one new permutation per call, so SGD
-    sees the epochs in a different order and the same seed gives the same order; with ``rng=None``
-    they come in order (for evaluation).
+    With a ``numpy.random.Generator`` the rows are shuffled by a fresh permutation on every call, so
+    each epoch of SGD sees a new order and a seeded generator repeats the whole run; with
+    ``rng=None`` they come in order (for evaluation).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -188,13 +190,14 @@ def load_sst2(path, validation_fraction=0.05, seed=0):
     """
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"SST-2 folder not found: {path} (expected train.tsv and dev.tsv in it)")
+        raise FileNotFoundError(f"SST-2 folder not found: {path} "
+                                "(expected a folder holding train.tsv and dev.tsv)")
     train = _read_glue_tsv(path / "train.tsv")
     test = _read_glue_tsv(path / "dev.tsv")
     order = np.random.default_rng(seed).permutation(len(train))
     held_out = round(validation_fraction * len(train))
-    return Splits(train=_subset(train, order[held_out:]), validation=_subset(train, order[:held_out]),
-                  test=test)
+    return Splits(train=_subset(train, order[held_out:]),
+                  validation=_subset(train, order[:held_out]), test=test)
 
 
 def _subset(split, rows):

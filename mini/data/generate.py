@@ -1,8 +1,8 @@
 """Generate ``sentiment.tsv``, the film-review data set that ships with mini.
 
 Run ``python -m mini.data.generate`` to rewrite the file; the output is byte-identical on every run
-(one fixed seed, Python's ``random.Random``, no set or dict-order dependence), and a test checks that
-the shipped file equals a fresh generation.
+(one fixed seed, Python's ``random.Random``, no dependence on set order), and a test checks
+that the shipped file equals a fresh generation.
 
 Every sentence is made of one or two *clauses*, and a clause says one thing about one part of a film
 ("the plot was really dull", "I loved the soundtrack", "what a charming film").  The label follows
@@ -14,10 +14,10 @@ three rules, applied in this order:
 2. A negator ("not", "n't", "never", "hardly", "far from") flips the clause: "not bad at all" and
    "never boring" are positive, "hardly original" and "I did not enjoy the plot" are negative.
 3. Two clauses joined by "and" agree.  Two joined by a contrast disagree, and the clause that wins
-   is the one the contrast word points to: the clause *after* "but" decides ("the acting was great
-   but the plot was dull" is negative), and the clause *introduced by* "although" or "even though"
-   is overruled, wherever it stands ("although the acting was great, the plot was dull" and
-   "the plot was dull even though the acting was great" are both negative).
+   is the one the contrast word points to: the clause *after* "but" or "yet" decides ("the acting
+   was great but the plot was dull" is negative), and the clause *introduced by* "although",
+   "though" or "even though" is overruled, wherever it stands ("although the acting was great,
+   the plot was dull" and "the plot was dull even though the acting was great" are negative).
 
 The mix is chosen so that word order and negation matter: a bag-of-words model cannot tell
 "the plot was dull but the acting was great" from its mirror image, nor "not bad" from "not good".
@@ -57,8 +57,8 @@ POSITIVE = ["good", "great", "wonderful", "brilliant", "charming", "moving", "cl
             "excellent", "thrilling", "elegant", "worth it"]
 NEGATIVE = ["bad", "dull", "boring", "awful", "terrible", "clumsy", "predictable", "tedious",
             "forgettable", "bland", "weak", "messy", "lifeless", "silly", "pointless", "painful",
-            "flat", "shallow", "stale", "annoying", "confusing", "slow", "mediocre", "disappointing",
-            "cheap", "a mess"]
+            "flat", "shallow", "stale", "annoying", "confusing", "slow", "mediocre",
+            "disappointing", "cheap", "a mess"]
 # (present, past): "I loved the plot", "I did not love the plot"
 LIKE = [("love", "loved"), ("enjoy", "enjoyed"), ("like", "liked"), ("admire", "admired"),
         ("adore", "adored"), ("appreciate", "appreciated")]
@@ -70,7 +70,7 @@ HEDGES = ["somewhat", "a bit", "slightly", "fairly", "rather", "mostly"]
 VERB_INTENSIFIERS = ["really", "truly", "thoroughly", "absolutely"]   # "I thoroughly enjoyed"
 VERB_HEDGES = ["somewhat", "mostly", "rather", "kind of"]             # "I kind of liked"
 NEGATORS = ["not", "n't", "never", "hardly", "far"]      # as tokens; "far" only in "far from"
-CONTRASTS = ["but", "although", "though", "yet"]        # "even though" is tokenized "even", "though"
+CONTRASTS = ["but", "although", "though", "yet"]        # "even though" -> "even", "though"
 
 COPULA = {False: ["was", "is", "felt", "seemed"], True: ["were", "are", "felt", "seemed"]}
 NEGATED_COPULA = {
@@ -154,7 +154,7 @@ def sentence(rng, label):
 
 
 def generate(size=SIZE, seed=SEED):
-    """Return ``size`` rows ``(sentence, label, split)``, unique after tokenization, in file order."""
+    """``size`` rows ``(sentence, label, split)``, unique after tokenization, in file order."""
     rng = random.Random(seed)
     seen, by_label = set(), {0: [], 1: []}
     while len(by_label[0]) + len(by_label[1]) < size:
@@ -178,7 +178,8 @@ def generate(size=SIZE, seed=SEED):
 
 def render(rows):
     """The TSV text of ``rows``, header ``sentence<TAB>label<TAB>split``, newline-terminated."""
-    return "".join(f"{s}\t{y}\t{split}\n" for s, y, split in [("sentence", "label", "split")] + rows)
+    header = ("sentence", "label", "split")
+    return "".join(f"{s}\t{y}\t{split}\n" for s, y, split in [header] + rows)
 
 
 def main():

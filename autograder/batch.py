@@ -1,0 +1,146 @@
+"""The nbgrader path for a whole class: autograde in parallel, feedback, CSV export.
+
+nbgrader grades one submission at a time into one SQLite gradebook.  To use every core without two
+processes ever writing that file, each worker process grades into its OWN copy of the gradebook
+(made when the worker starts), reads back the scores it just wrote, and returns them as plain data;
+the parent alone writes them into the course gradebook, one submission per transaction.  After a
+submission's scores are in, a marker with the notebook's hash is left beside its autograded copy,
+so a batch that was interrupted resumes where it stopped and an unchanged submission is not graded
+twice.
+"""
+import concurrent.futures
+import hashlib
+import multiprocessing
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from autograder import course
+
+MARKER = ".mini-graded"
+
+
+def submissions(lab):
+    """``[(student, notebook path)]`` collected for ``lab``, sorted by student."""
+    root = course.course_dir() / "submitted"
+    return sorted((path.parent.parent.name, path)
+                  for path in root.glob(f"*/{lab}/{lab}.ipynb"))
+
+
+def autograde(lab, workers=None, force=False, progress=True):
+    """Autograde every collected submission of ``lab``.
+
+    Returns ``(graded, failed)``: the students graded now, and ``{student: reason}`` for those
+    nbgrader could not grade.  One failing submission never stops the batch.
+    """
+    from tqdm import tqdm
+
+    todo = [(student, path) for student, path in submissions(lab)
+            if force or not _already_graded(lab, student, path)]
+    if not todo:
+        return [], {}
+    gradebook = course.course_dir() / "gradebook.db"
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    graded, failed = [], {}
+    scratch = Path(tempfile.mkdtemp(prefix="mini-autograde-"))
+    context = multiprocessing.get_context("spawn")
+    try:
+        with concurrent.futures.ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_start_worker,
+                initargs=(str(gradebook), str(scratch), dict(os.environ))) as pool:
+            jobs = {pool.submit(_grade_one, lab, student): (student, path) for student, path in todo}
+            for job in tqdm(concurrent.futures.as_completed(jobs), total=len(jobs),
+                            desc=f"autograde {lab}", unit="submission", disable=not progress):
+                student, path = jobs[job]
+                try:
+                    scores, problem = job.result()
+                except Exception as error:       # the worker process itself died
+                    scores, problem = None, f"{type(error).__name__}: {error}"
+                if scores is None:
+                    failed[student] = problem
+                    continue
+                _merge(lab, student, scores)
+                marker = course.course_dir() / "autograded" / student / lab / MARKER
+                marker.write_text(_digest(path))
+                graded.append(student)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return graded, failed
+
+
+def _already_graded(lab, student, path):
+    marker = course.course_dir() / "autograded" / student / lab / MARKER
+    return marker.is_file() and marker.read_text() == _digest(path)
+
+
+def _digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# --- inside a worker process ---------------------------------------------------------------------
+
+_api = None
+
+
+def _start_worker(gradebook, scratch, environment):
+    """Copy the gradebook for this worker alone and open nbgrader's API on the copy."""
+    global _api
+    os.environ.update(environment)
+    private = Path(scratch) / f"gradebook-{os.getpid()}.db"
+    shutil.copy(gradebook, private)
+    _api = course.api(db_url=f"sqlite:///{private}")
+
+
+def _grade_one(lab, student):
+    """Autograde one submission into the private gradebook; return its scores as plain data."""
+    result = _api.autograde(lab, student, force=True)
+    if not result["success"]:
+        return None, (result.get("error") or result.get("log") or "nbgrader failed")[-2000:]
+    from nbgrader.api import Gradebook
+    with Gradebook(_api.coursedir.db_url, _api.coursedir.course_id) as gb:
+        submission = gb.find_submission(lab, student)
+        return {"timestamp": submission.timestamp,
+                "notebooks": {nb.name: {"grades": {g.name: g.auto_score for g in nb.grades},
+                                        "comments": {c.name: c.auto_comment for c in nb.comments}}
+                              for nb in submission.notebooks}}, None
+
+
+# --- back in the parent --------------------------------------------------------------------------
+
+def _merge(lab, student, scores):
+    """Write one submission's automatic scores into the course gradebook (one transaction)."""
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        gb.update_or_create_student(student)
+        gb.update_or_create_submission(lab, student, timestamp=scores["timestamp"])
+        for notebook, cells in scores["notebooks"].items():
+            for name, auto_score in cells["grades"].items():
+                grade = gb.find_grade(name, notebook, lab, student)
+                grade.auto_score = auto_score
+                grade.needs_manual_grade = grade.manual_score is not None or auto_score is None
+            for name, auto_comment in cells["comments"].items():
+                gb.find_comment(name, notebook, lab, student).auto_comment = auto_comment
+        gb.db.commit()
+
+
+def feedback(lab):
+    """HTML feedback for every autograded submission of ``lab`` (hidden tests removed)."""
+    grader = course.api()
+    problems = {}
+    for student, _ in submissions(lab):
+        result = grader.generate_feedback(lab, student, force=True)
+        if not result["success"]:
+            problems[student] = (result.get("error") or result.get("log") or "")[-1000:]
+    return problems
+
+
+def export(path):
+    """Write every student's score per lab to a CSV file (nbgrader's CSV exporter)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        CsvExportPlugin(to=str(path)).export(gb)
+    return path

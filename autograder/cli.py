@@ -1,0 +1,153 @@
+"""The instructor's command line: ``python -m autograder <command> --help``.
+
+    release LAB|all        make the student notebooks (labs/) from solutions/ with nbgrader
+    collect DIR|ZIP        bring submissions into the course folder
+    autograde LAB|all      grade them with nbgrader, in parallel (the gradebook path)
+    grade LAB|all          grade them with the pytest path (isolated workers, JSON results)
+    feedback LAB|all       HTML feedback for each student, hidden tests removed
+    export                 every score as CSV
+    demo                   all of the above on generated sample submissions
+
+Exit status: 0 when every submission was graded (whatever its score), 1 when some could not be,
+2 for a usage error.
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.course:
+        os.environ["MINI_COURSE_DIR"] = str(Path(args.course).resolve())
+    try:
+        return args.run(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--course", help="the course folder (default: $MINI_COURSE_DIR or course/)")
+    commands = parser.add_subparsers(required=True, metavar="command")
+
+    def command(name, run, help_text):
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(run=run)
+        return sub
+
+    sub = command("release", _release, "make labs/<lab>/<lab>.ipynb from solutions/ with nbgrader")
+    sub.add_argument("lab", help="a lab (lab3 or lab3_autodiff) or 'all'")
+    sub.add_argument("--to", help="release folder (default: labs/ in the repository)")
+
+    sub = command("collect", _collect, "copy submissions from a folder or zip into the course")
+    sub.add_argument("source", help="a folder or .zip of <student>/<lab>.ipynb or LMS downloads")
+
+    sub = command("autograde", _autograde, "autograde collected submissions with nbgrader")
+    sub.add_argument("lab", help="a lab or 'all'")
+    sub.add_argument("--workers", type=int, default=os.cpu_count(),
+                     help="submissions graded at once (default: the number of cores)")
+    sub.add_argument("--force", action="store_true", help="regrade submissions already graded")
+
+    sub = command("grade", _grade, "grade submissions with the pytest path (no nbgrader)")
+    sub.add_argument("lab", help="a lab or 'all'")
+    sub.add_argument("--submissions", help="folder of <student>/<lab>.ipynb or "
+                                           "<student>/<lab>/<lab>.ipynb (default: the course's "
+                                           "submitted/)")
+    sub.add_argument("--out", help="results folder (default: the course's results/)")
+    sub.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random; "
+                                              "recorded in every results.json)")
+    sub.add_argument("--workers", type=int, default=os.cpu_count(),
+                     help="submissions graded at once (default: the number of cores)")
+    sub.add_argument("-v", "--verbose", action="store_true", help="pytest's full report")
+
+    sub = command("feedback", _feedback, "generate HTML feedback for autograded submissions")
+    sub.add_argument("lab", help="a lab or 'all'")
+
+    sub = command("export", _export, "export the gradebook's scores as CSV")
+    sub.add_argument("--to", help="CSV file (default: the course's grades.csv)")
+
+    sub = command("demo", _demo, "release, grade sample submissions both ways, print the table")
+    sub.add_argument("--keep", help="run the demo in this folder and keep it (default: a "
+                                    "temporary folder, removed afterwards)")
+    sub.add_argument("--labs", default="all", help="comma-separated labs (default: all)")
+    return parser
+
+
+def _release(args):
+    from autograder import course
+    if args.to:
+        os.environ["MINI_RELEASE_DIR"] = str(Path(args.to).resolve())
+    course.release(args.lab)
+    print(f"released {', '.join(course.expand(args.lab))} to "
+          f"{os.environ.get('MINI_RELEASE_DIR') or course.REPO / 'labs'}")
+    return 0
+
+
+def _collect(args):
+    from autograder.collect import collect
+    collected, problems = collect(args.source)
+    print(f"collected {len(collected)} notebook(s) into the course's submitted/")
+    for name, reason in problems:
+        print(f"  skipped {name}: {reason}")
+    return 0
+
+
+def _autograde(args):
+    from autograder import batch, course
+    failed_any = False
+    for lab in course.expand(args.lab):
+        graded, failed = batch.autograde(lab, workers=args.workers, force=args.force)
+        print(f"{lab}: graded {len(graded)} submission(s)"
+              + (f", {len(failed)} could not be graded:" if failed else ""))
+        for student, reason in failed.items():
+            print(f"  {student}: {reason.strip().splitlines()[-1] if reason.strip() else reason}")
+        failed_any |= bool(failed)
+    return 1 if failed_any else 0
+
+
+def _grade(args):
+    import pytest
+
+    from autograder import course
+    from autograder.checks import new_seed
+    seed = args.seed if args.seed is not None else new_seed()
+    out = Path(args.out or course.course_dir() / "results").resolve()
+    os.environ.update({
+        "MINI_GRADE_SUBMISSIONS": str(Path(args.submissions or course.course_dir() / "submitted")
+                                      .resolve()),
+        "MINI_GRADE_LABS": ",".join(course.expand(args.lab)),
+        "MINI_GRADE_OUT": str(out), "MINI_GRADE_SEED": str(seed),
+        "MINI_GRADE_WORKERS": str(args.workers)})
+    code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
+                        "-q" if not args.verbose else "-v", "--tb=line" if not args.verbose else
+                        "--tb=short", "-W", "ignore::pytest.PytestAssertRewriteWarning"])
+    print(f"results in {out} (seed {seed})")
+    return 0 if code in (0, 1) else 1      # 1 = some student lost points: grading worked
+
+
+def _feedback(args):
+    from autograder import batch, course
+    problems = {}
+    for lab in course.expand(args.lab):
+        problems.update({f"{lab}/{s}": why for s, why in batch.feedback(lab).items()})
+    print(f"feedback in {course.course_dir() / 'feedback'}")
+    for name, why in problems.items():
+        print(f"  {name}: {why.strip().splitlines()[-1] if why.strip() else 'failed'}")
+    return 1 if problems else 0
+
+
+def _export(args):
+    from autograder import batch, course
+    path = batch.export(Path(args.to or course.course_dir() / "grades.csv").resolve())
+    print(f"grades written to {path}")
+    return 0
+
+
+def _demo(args):
+    from autograder.demo import run
+    return run(keep=args.keep, labs=args.labs)

@@ -1,0 +1,81 @@
+"""The pytest path as a pytest test module: one test per submission and test cell.
+
+``python -m autograder grade`` runs pytest on this file with the batch described in environment
+variables (MINI_GRADE_SUBMISSIONS, MINI_GRADE_LABS, MINI_GRADE_OUT, MINI_GRADE_SEED,
+MINI_GRADE_WORKERS).  Every submission is graded once, up front, in worker processes
+(``autograder.runner``); each test then reports one test cell's verdict with the check's message,
+and the session writes ``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
+"""
+import concurrent.futures
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from autograder import runner
+
+SUBMISSIONS = Path(os.environ.get("MINI_GRADE_SUBMISSIONS", "."))
+LABS = os.environ.get("MINI_GRADE_LABS", "").split(",")
+OUT = Path(os.environ.get("MINI_GRADE_OUT", "results"))
+SEED = int(os.environ.get("MINI_GRADE_SEED", "0"))
+WORKERS = int(os.environ.get("MINI_GRADE_WORKERS", "1"))
+
+
+def find_submissions(folder, lab):
+    """``[(student, notebook path)]``: ``<student>/<lab>.ipynb`` or nbgrader's
+    ``<student>/<lab>/<lab>.ipynb``; a student folder without the notebook is graded as missing."""
+    found = []
+    for student in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
+        nested, flat = student / lab / f"{lab}.ipynb", student / f"{lab}.ipynb"
+        found.append((student.name, nested if nested.exists() else flat))
+    return found
+
+
+def _grade_everything():
+    jobs = [(lab, student, path) for lab in LABS if lab for student, path in
+            find_submissions(SUBMISSIONS, lab)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, WORKERS)) as pool:
+        results = list(pool.map(lambda job: runner.grade_submission(job[2], job[0], job[1], SEED),
+                                jobs))
+    for result in results:
+        folder = OUT / result.lab / result.student
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "results.json").write_text(json.dumps(result.gradescope(), indent=1))
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "grades.csv", "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["student", "lab", "score", "max_score", "seed"])
+        for result in results:
+            writer.writerow([result.student, result.lab, result.score, result.max_score, SEED])
+    return {(r.lab, r.student): r for r in results}
+
+
+_results = None
+
+
+@pytest.fixture(scope="session")
+def graded():
+    global _results
+    if _results is None:
+        _results = _grade_everything()
+    return _results
+
+
+def pytest_generate_tests(metafunc):
+    if "lab_student_test" in metafunc.fixturenames:
+        cases = [(lab, student, grade_id) for lab in LABS if lab
+                 for student, _ in find_submissions(SUBMISSIONS, lab)
+                 for grade_id, _ in runner.test_cells(lab)]
+        metafunc.parametrize("lab_student_test", cases, ids=["/".join(c) for c in cases])
+
+
+def test_cell(lab_student_test, graded):
+    lab, student, grade_id = lab_student_test
+    result = graded[(lab, student)]
+    test = next(t for t in result.tests if t.name == grade_id)
+    notes = "\n".join(result.notes)
+    assert test.score == test.max_score, (f"{student} {lab} {grade_id}: {test.score:g}/"
+                                          f"{test.max_score:g}\n{test.output}"
+                                          + (f"\n{notes}" if notes else ""))

@@ -1,0 +1,293 @@
+"""The pytest-path grader: one worker process per submission, verdicts in the grader's process.
+
+For each submission the grader reads the lab's SOURCE notebook (solutions/), which alone decides
+which cells are tests and what they are worth, so a submission that deletes, edits or re-marks its
+test cells changes nothing.  It starts ``autograder.worker`` in a scratch folder with a scrubbed
+environment and resource limits, sends it the student's non-test code cells and the check keys, and
+reads back plain JSON.  Each check is then verified here, with ``autograder.checks.verify``, in a
+process that never ran student code.  A test cell scores its points when every check of its fill-in
+passes, as in nbgrader.
+
+If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), the step it announced
+last is marked as failed with the reason, and a fresh worker carries on after it.
+"""
+import dataclasses
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from autograder.checks import LABS, case_for, checks_of, verify
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Limits:
+    """What one worker may use.  The defaults fit every lab's checks with room to spare."""
+
+    cell_seconds: float = 30.0       # one notebook cell
+    check_seconds: float = 30.0      # one check (lab 5's simulator checks are the slowest)
+    worker_seconds: float = 300.0    # one worker process, wall clock
+    memory_bytes: int = 4 * 2**30    # address space
+    file_bytes: int = 64 * 2**20     # largest file the worker may write
+    processes: int = 64
+    output_chars: int = 20_000       # what the student printed, kept for the report
+
+
+@dataclasses.dataclass
+class TestResult:
+    name: str
+    score: float
+    max_score: float
+    output: str
+
+    @property
+    def status(self):
+        return "passed" if self.score == self.max_score else "failed"
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    student: str
+    lab: str
+    seed: int
+    tests: list
+    notes: list
+
+    @property
+    def score(self):
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self):
+        return sum(t.max_score for t in self.tests)
+
+    def gradescope(self):
+        """The results.json format of Gradescope's autograder."""
+        return {
+            "score": self.score,
+            "output": "\n".join(self.notes + [f"Checks drawn with seed {self.seed} "
+                                              f"(AUTOGRADER_SEED={self.seed} reproduces them)."]),
+            "tests": [{"name": t.name, "score": t.score, "max_score": t.max_score,
+                       "status": t.status, "output": t.output, "visibility": "visible"}
+                      for t in self.tests],
+        }
+
+
+def source_notebook(lab):
+    return REPO / "solutions" / lab / f"{lab}.ipynb"
+
+
+def test_cells(lab):
+    """``[(grade_id, points)]`` of the lab's test cells, from the source notebook."""
+    nb = nbformat.read(source_notebook(lab), as_version=4)
+    return [(meta["grade_id"], float(meta.get("points", 0)))
+            for meta in (cell.metadata.get("nbgrader", {}) for cell in nb.cells)
+            if meta.get("grade") and not meta.get("solution")]
+
+
+def student_cells(notebook_path, lab):
+    """The submission's code cells to run: all but those whose id is a test cell of the source.
+
+    Raises ValueError with a readable reason when the file is not a usable notebook.
+    """
+    try:
+        nb = nbformat.read(notebook_path, as_version=4)
+    except Exception as error:
+        raise ValueError(f"{notebook_path.name} is not a readable notebook ({type(error).__name__}:"
+                         f" {str(error)[:200]})") from None
+    if nb.nbformat != 4:
+        raise ValueError(f"{notebook_path.name} is an nbformat {nb.nbformat} notebook; submit the "
+                         "lab's notebook as saved by Jupyter (nbformat 4)")
+    tests = {grade_id for grade_id, _ in test_cells(lab)}
+    ids = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells}
+    expected = {cell.metadata.get("nbgrader", {}).get("grade_id")
+                for cell in nbformat.read(source_notebook(lab), as_version=4).cells} - {None}
+    if not ids & expected:
+        raise ValueError(f"{notebook_path.name} is not a {lab} notebook: none of its cells belong "
+                         "to that lab")
+    return [(index, cell.source) for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "code"
+            and cell.metadata.get("nbgrader", {}).get("grade_id") not in tests]
+
+
+def grade_submission(notebook_path, lab, student, seed, limits=Limits()):
+    """Grade one submitted notebook; never raises for anything the submission does."""
+    notebook_path = Path(notebook_path)
+    checks = checks_of(lab)
+    keys = [f"{grade_id[len('test_'):]}/{n}" for grade_id, _ in test_cells(lab)
+            for n in range(len(checks[grade_id[len("test_"):]]))]
+    notes = []
+    try:
+        cells = student_cells(notebook_path, lab) if notebook_path.is_file() else None
+        if cells is None:
+            notes.append(f"no notebook was submitted for {lab} ({notebook_path.name} is missing)")
+    except ValueError as error:
+        cells = None
+        notes.append(str(error))
+    outcomes = _run_workers(cells, keys, lab, seed, limits, notes) if cells is not None else {}
+
+    tests = []
+    for grade_id, points in test_cells(lab):
+        fill_in = grade_id[len("test_"):]
+        failures = []
+        for n, check in enumerate(checks[fill_in]):
+            outcome = outcomes.get(f"{fill_in}/{n}",
+                                   {"error": "NotGraded: the notebook could not be run"})
+            try:
+                verify(case_for(check, seed + n), outcome)
+            except AssertionError as error:
+                failures.append(str(error))
+        output = "All checks passed." if not failures else failures[0]
+        tests.append(TestResult(grade_id, 0.0 if failures else points, points, output))
+    return SubmissionResult(student, lab, seed, tests, notes)
+
+
+def _run_workers(cells, keys, lab, seed, limits, notes):
+    """Run workers until every check has an outcome; a step that kills a worker is skipped."""
+    outcomes, skip_cells = {}, set()
+    while True:
+        remaining = [key for key in keys if key not in outcomes]
+        events, reason = _run_worker([c for c in cells if c[0] not in skip_cells], remaining, lab,
+                                     seed, limits)
+        last = None
+        for event in events:
+            if event["event"] in ("cell", "check"):
+                last = event
+            elif event["event"] == "cell_done":
+                last = None
+                if event["error"]:
+                    notes.append(f"cell {event['index']}: {event['error']}")
+            elif event["event"] == "outcome":
+                last = None
+                outcomes[event["key"]] = event["outcome"]
+            elif event["event"] == "output" and event["text"].strip():
+                notes.append("printed output:\n" + event["text"][:limits.output_chars])
+        if reason is None or last is None:
+            if reason:
+                notes.append(f"the worker stopped: {reason}")
+            return outcomes
+        if last["event"] == "cell":
+            skip_cells.add(last["index"])
+            notes.append(f"cell {last['index']} stopped the worker ({reason}); it was skipped")
+        else:
+            outcomes[last["key"]] = {"error": f"WorkerStopped: {reason}"}
+
+
+def _run_worker(cells, keys, lab, seed, limits):
+    """One worker process.  Returns (events, None) or (events so far, why it was stopped)."""
+    scratch = Path(tempfile.mkdtemp(prefix="mini-worker-"))
+    read_fd, write_fd = os.pipe()
+    tasks = _user_tasks()
+    request = {"lab": lab, "seed": seed, "cells": cells, "checks": keys, "events_fd": write_fd,
+               "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
+               "output_limit": limits.output_chars}
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-c",
+             f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+             "from autograder.worker import main; main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
+            start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks))
+        os.close(write_fd)
+        process.stdin.write(json.dumps(request).encode())
+        process.stdin.close()
+        events, reason = _read_events(read_fd, process, limits.worker_seconds)
+        return events, reason
+    finally:
+        os.close(read_fd)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _read_events(read_fd, process, seconds):
+    deadline = time.monotonic() + seconds
+    buffer, reason = b"", None
+    os.set_blocking(read_fd, False)
+    while True:
+        try:
+            chunk = os.read(read_fd, 1 << 16)
+        except BlockingIOError:
+            chunk = None
+        if chunk:
+            buffer += chunk
+            continue
+        if chunk == b"" and process.poll() is not None:
+            break
+        if time.monotonic() > deadline:
+            reason = f"it ran past the {seconds:g} s limit for a whole submission"
+            break
+        time.sleep(0.01)
+    if reason is None and process.wait() != 0:
+        reason = _exit_reason(process.returncode)
+    _kill_group(process)
+    events = []
+    for line in buffer.decode(errors="replace").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return events, reason
+
+
+def _exit_reason(code):
+    if code < 0:
+        name = signal.Signals(-code).name
+        why = {"SIGKILL": "killed (out of memory or a limit)", "SIGSEGV": "crashed",
+               "SIGXCPU": "used up its CPU time", "SIGXFSZ": "wrote a file larger than allowed"}
+        return f"the worker was {why.get(name, 'stopped')} ({name})"
+    return f"the worker exited with status {code}"
+
+
+def _kill_group(process):
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _set_limits(limits, tasks):
+    """In the worker, before it starts: cap memory, CPU time, file size and processes.
+
+    The process limit counts every task (process or thread) of the user, so it is set to what the
+    user already runs plus ``limits.processes``.
+    """
+    cpu = int(limits.worker_seconds) + 5
+    for limit, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, cpu),
+                         (resource.RLIMIT_FSIZE, limits.file_bytes),
+                         (resource.RLIMIT_NPROC, tasks + limits.processes),
+                         (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(limit, (value, value))
+
+
+def _user_tasks():
+    """How many processes and threads the current user runs (what RLIMIT_NPROC counts)."""
+    uid, count = os.getuid(), 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                count += len(os.listdir(entry / "task"))
+        except OSError:
+            continue
+    return count
+
+
+def _worker_environment(scratch):
+    """Only what Python, numpy and numba need; nothing of the instructor's environment."""
+    keep = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "NUMBA_ENABLE_CUDASIM",
+                                             "MINI_CUDA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+            if key in os.environ}
+    return {**keep, "HOME": str(scratch), "TMPDIR": str(scratch), "MPLBACKEND": "Agg",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "NUMBA_CACHE_DIR": str(scratch / "numba")}
+

@@ -1,0 +1,68 @@
+"""Sample submissions made from the lab notebooks, for the demo and the tests.
+
+Each kind is what instructors meet in a real batch:
+
+* ``full``      the complete solution notebook, as if a student solved everything;
+* ``untouched`` the released notebook, submitted without an answer;
+* ``bug``       the solution with one realistic mistake in one fill-in (the edits in :data:`BUGS`);
+* ``loops``     the solution with one fill-in that never returns;
+* ``no_test``   the solution with one test cell deleted (nbgrader puts it back).
+"""
+from pathlib import Path
+
+import nbformat
+
+from autograder.runner import source_notebook
+
+KINDS = ("full", "untouched", "bug", "loops", "no_test")
+
+# lab -> (fill-in cell id, text in its solution, replacement): one plausible slip per lab
+BUGS = {
+    "lab1_learning": ("softmax_loss_grad", "- I_y", "+ I_y"),
+    "lab2_graphs": ("toposort", "reversed(", "list("),
+    "lab3_autodiff": ("backward_pass", "reversed(", "list("),
+    "lab4_framework": ("session_run", "toposort", "reachable"),
+    "lab5_kernels": ("matmul_tiled", "cuda.syncthreads()", "pass"),
+}
+
+
+def make(kind, lab, release_folder):
+    """The notebook a student of this ``kind`` would submit for ``lab``."""
+    if kind == "untouched":
+        return nbformat.read(Path(release_folder) / lab / f"{lab}.ipynb", as_version=4)
+    nb = nbformat.read(source_notebook(lab), as_version=4)
+    if kind == "bug":
+        grade_id, old, new = BUGS[lab]
+        cell = _cell(nb, grade_id)
+        if old not in cell.source:
+            raise ValueError(f"samples.BUGS[{lab!r}] expects {old!r} in cell {grade_id!r}")
+        cell.source = cell.source.replace(old, new, 1)
+    elif kind == "loops":
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+                    and "### BEGIN SOLUTION" in c.source)
+        lines = cell.source.split("\n")
+        at = next(i for i, line in enumerate(lines) if "### BEGIN SOLUTION" in line)
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+        lines.insert(at + 1, f"{indent}while True:\n{indent}    pass")
+        cell.source = "\n".join(lines)
+    elif kind == "no_test":
+        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+                 and not c.metadata["nbgrader"].get("solution")]
+        nb.cells.remove(tests[-1])
+    elif kind != "full":
+        raise ValueError(f"unknown sample kind {kind!r}; the kinds are {', '.join(KINDS)}")
+    return nb
+
+
+def write(kind, lab, release_folder, path):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(make(kind, lab, release_folder), path)
+    return path
+
+
+def _cell(nb, grade_id):
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            return cell
+    raise ValueError(f"no cell with nbgrader id {grade_id!r}")

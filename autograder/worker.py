@@ -1,0 +1,108 @@
+"""The worker: runs ONE submission's code in its own process and reports plain data.
+
+It is started by ``autograder.runner`` with a JSON request on stdin and never decides a grade.  It
+executes the notebook's code cells (except the lab's test cells: the grader owns those), then runs
+the student's half of each requested check (``Case.call``) and writes one JSON line per event to the
+file descriptor named in the request:
+
+    {"event": "cell", "index": 3}                    a cell is about to run
+    {"event": "cell_done", "index": 3, "error": ...}  it finished (error is null or a message)
+    {"event": "check", "key": "backward_pass/0"}      a check is about to run
+    {"event": "outcome", "key": ..., "outcome": {...}} what the student's code returned or raised
+
+Announcing each step before it runs lets the grader tell, when the process is killed, which cell or
+check was at fault, and start a fresh worker after it.  Output the student prints is kept to a
+bounded tail; nothing they print can reach the event stream.
+"""
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+
+
+class BoundedText(io.TextIOBase):
+    """A text stream that keeps only the first ``limit`` characters written to it."""
+
+    def __init__(self, limit):
+        self.limit, self.parts, self.size = limit, [], 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        if self.size < self.limit:
+            self.parts.append(text[: self.limit - self.size])
+        self.size += len(text)
+        return len(text)
+
+    def getvalue(self):
+        cut = self.size - self.limit
+        return "".join(self.parts) + (f"\n... ({cut} more characters cut)" if cut > 0 else "")
+
+
+class TimeLimit(BaseException):
+    """Raised inside student code when its time is up (BaseException: `except Exception` in the
+    student's code cannot swallow it)."""
+
+
+def _on_alarm(signum, frame):
+    raise TimeLimit()
+
+
+def main():
+    request = json.loads(sys.stdin.read())
+    events = os.fdopen(request["events_fd"], "w", buffering=1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)                       # C-level output of student code goes nowhere
+    os.dup2(devnull, 2)
+    printed = BoundedText(request["output_limit"])
+    sys.stdout = sys.stderr = printed
+    sys.stdin = io.StringIO("")               # input() gets EOF instead of waiting forever
+    signal.signal(signal.SIGALRM, _on_alarm)
+
+    def emit(**event):
+        events.write(json.dumps(event) + "\n")
+
+    from autograder import guard
+    namespace = {"__name__": "__main__"}
+    guard.disable_reference(request["lab"])
+    for index, source in request["cells"]:
+        emit(event="cell", index=index)
+        emit(event="cell_done", index=index,
+             error=_run_limited(lambda: exec(compile(source, f"<cell {index}>", "exec"), namespace),
+                                request["cell_seconds"]))
+
+    from autograder.checks import case_for, checks_of, run_case
+    checks = checks_of(request["lab"])
+    for key in request["checks"]:
+        fill_in, number = key.rsplit("/", 1)
+        emit(event="check", key=key)
+        case = case_for(checks[fill_in][int(number)], request["seed"] + int(number))
+        outcome = {}
+        error = _run_limited(lambda: outcome.update(run_case(case, namespace)),
+                             request["check_seconds"])
+        emit(event="outcome", key=key, outcome=outcome if not error else {"error": error})
+    emit(event="output", text=printed.getvalue())
+
+
+def _run_limited(action, seconds):
+    """Run ``action`` with an alarm; return None, or the error as one readable line."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        action()
+        return None
+    except TimeLimit:
+        return f"TimeLimit: did not finish within {seconds:g} s (an infinite loop?)"
+    except BaseException as error:  # SystemExit, KeyboardInterrupt: still only this cell's fault
+        frames = traceback.extract_tb(error.__traceback__)
+        where = next((f"{f.filename}, line {f.lineno}" for f in reversed(frames)
+                      if f.filename.startswith("<cell")), "")
+        return f"{type(error).__name__}: {error}" + (f" ({where})" if where else "")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+if __name__ == "__main__":
+    main()
