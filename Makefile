@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(BIN)/python -m mini.demo
 
+# One BLAS thread per test process: two xdist workers share the two cores.
 test: setup
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) course

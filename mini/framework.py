@@ -180,6 +180,8 @@ class Session:
 
     def __init__(self, graph=None):
         self.graph = graph or _default_graph
+        self._orders = {}    # fetched nodes -> the order to compute them in (a graph never changes
+        #                      below a node once built, so the sort is done once per set of fetches)
 
     def run(self, fetches, feed_dict=None):
         """Compute ``fetches`` (a node, a list/tuple of nodes or a dict of them).
@@ -195,8 +197,11 @@ class Session:
                                  f"Session runs {self.graph!r}")
         feeds = self._checked_feeds(feed_dict or {})
 
+        key = tuple(map(id, nodes))
+        if key not in self._orders:
+            self._orders[key] = _toposort_all(nodes)
         values = {}
-        for node in _toposort_all(nodes):
+        for node in self._orders[key]:
             if isinstance(node, Placeholder):
                 if node not in feeds:
                     raise ValueError(f"Placeholder '{node.name}' was not fed: pass its value in "

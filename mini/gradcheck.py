@@ -63,7 +63,7 @@ def check_grads(fun, *args, argnums=None, rtol=1e-5, atol=1e-7):
             raise AssertionError(
                 f"gradient of {getattr(fun, '__name__', 'the function')} with respect to argument "
                 f"{argnum} (shape {expected.shape}) is wrong at index {index}: central differences "
-                f"give {expected[index]!r}, autodiff gave {got[index]!r} "
+                f"give {expected[index]:.10g}, autodiff gave {got[index]:.10g} "
                 f"({int(bad.sum())} of {bad.size} entries differ)")
 
 
@@ -120,7 +120,7 @@ def _check_vjp(node, argnum, rng, rtol, atol):
 
     expected = (along(H) - along(-H)) / (2 * H)
     if not np.isclose(got, expected, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6)):
-        return (f"its VJP gives <vjp(g), v> = {got!r} but central differences give {expected!r} "
+        return (f"its VJP gives <vjp(g), v> = {got:.10g} but central differences give {expected:.10g} "
                 f"(input shape {x.shape}, output shape {np.shape(ans)})")
     return None
 

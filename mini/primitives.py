@@ -268,7 +268,8 @@ defvjp(reshape, lambda g, ans, x, shape: reshape_like(g, x))
 defvjp(transpose, lambda g, ans, x, axes=None:
        transpose(g, None if axes is None else tuple(np.argsort(axes))))
 defvjp(getitem, lambda g, ans, x, index: scatter_add(g, index, x))
-defvjp(take, lambda g, ans, x, indices, axis=0: untake(g, indices, x, axis))
+defvjp(take, lambda g, ans, x, indices, axis=0: untake(g, indices, x, axis),
+       lambda g, ans, x, indices, axis=0: zeros_like(indices))   # integer ids: a framework feed
 defvjp_every_argument(concatenate_args, lambda argnum, g, ans, axis, *arrays:
                       concatenate_part(g, axis, argnum - 1, *arrays))
 

@@ -91,8 +91,13 @@ def draw_graph(end_node, grads=None, title=None):
 
 
 def node_text(node, grads=None):
-    """The text of a node's box: label, value and (if ``grads`` has it) gradient."""
-    lines = [node.label]
+    """The text of a node's box: label, value and (if ``grads`` has it) gradient.
+
+    A named operation also shows its primitive: ``x3 (multiply)``.
+    """
+    primitive = getattr(node.fun, "__name__", None)
+    named = node.name is not None and primitive and not node.name.startswith(primitive)
+    lines = [f"{node.label} ({primitive})" if named else node.label]
     if node.value is not None:
         lines.append(_describe(node.value))
     if grads is not None and node in grads:
@@ -143,18 +148,13 @@ def _layout(layer):
                 before.setdefault(b, []).append(a)
             route[parent, node] = chain[1:-1]
 
-    row = {}
-    def sort_by(neighbours, column):
-        column.sort(key=lambda item: np.mean([row[n] for n in neighbours.get(item)])
-                    if neighbours.get(item) else row.get(item, 0))
-        row.update((item, i) for i, item in enumerate(column))
-
-    for column in columns:
-        row.update((item, i) for i, item in enumerate(column))
+    row = {item: i for column in columns for i, item in enumerate(column)}
     for neighbours, sweep in ((before, columns[1:]), (after, columns[-2::-1]),
                               (before, columns[1:])):
         for column in sweep:
-            sort_by(neighbours, column)
+            column.sort(key=lambda item: np.mean([row[n] for n in neighbours[item]])
+                        if neighbours.get(item) else row[item])
+            row.update((item, i) for i, item in enumerate(column))
     return columns, route
 
 
@@ -165,7 +165,7 @@ def _colour(node):
 
 
 def plot_history(history, title=None, xlabel="epoch"):
-    """Plot training curves: losses on the left axes, accuracies (names containing "acc") on the right.
+    """Training curves: losses on the left axes, accuracies (names containing "acc") on the right.
 
     Args:
         history: ``{name: list of floats}``, e.g. ``{"train loss": [...], "validation accuracy":
@@ -184,7 +184,8 @@ def plot_history(history, title=None, xlabel="epoch"):
         raise ValueError(f"plot_history: series {empty} have no values")
     accuracies = [name for name in history if "acc" in name.lower()]
     losses = [name for name in history if name not in accuracies]
-    groups = [(names, kind) for names, kind in ((losses, "loss"), (accuracies, "accuracy")) if names]
+    groups = [(names, kind) for names, kind in ((losses, "loss"), (accuracies, "accuracy"))
+              if names]
     unit = min(len(values) for values in history.values())
 
     figure = Figure(figsize=(5 * len(groups), 3.6), layout="constrained")
@@ -193,7 +194,9 @@ def plot_history(history, title=None, xlabel="epoch"):
         for name in names:
             values = np.asarray(history[name], dtype=float)
             steps = np.arange(1, len(values) + 1) * unit / len(values)
-            axes.plot(steps, values, marker="o" if len(values) <= 50 else None, label=name)
+            few = len(values) <= 50                      # long series: thin, so they stay legible
+            axes.plot(steps, values, marker="o" if few else None, linewidth=1.5 if few else 0.7,
+                      alpha=1 if few else 0.6, label=name)
         axes.set_xlabel(xlabel)
         axes.set_ylabel(kind)
         axes.grid(alpha=0.3)

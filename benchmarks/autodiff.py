@@ -1,0 +1,137 @@
+"""mini against the autograd package (HIPS): the same programs, timed side by side in one process.
+
+    python benchmarks/autodiff.py [--repeats 15]
+
+Three programs, each written once with mini's primitives and once with ``autograd.numpy``:
+
+(a) one training step (forward + backward) of the sentiment classifier at the reference shapes:
+    embedding 1000 x 64, batch 32 x 20 tokens, hidden 64, 2 classes (``mini.nn`` on the mini side);
+(b) a chain of 1,000 steps ``x = x * c + 0`` on a scalar (2,000 primitive calls), gradient of
+    the result: per-operation overhead of tracing and of the reverse pass;
+(c) the same chain with 10,000 steps.
+
+Each cell is the median of ``--repeats`` timings after warm-up runs that are not counted; mini and
+autograd alternate within each repeat, so both see the same machine state.  The target is
+mini / autograd <= 0.8 on every row.  numpy is held to one thread, so the numbers describe one core.
+"""
+import os
+
+# one thread for numpy's BLAS, set before numpy loads it; the imports below must come after
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+from autograd.extend import defvjp, primitive
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))    # run from a checkout
+import mini
+from mini import nn
+
+V, D, B, T, H, C = 1000, 64, 32, 20, 64, 2
+TARGET = 0.8
+
+
+def classifier_batch(seed=0):
+    """Parameters as mini.nn initialises them and one batch of ids, mask and labels."""
+    rng = np.random.default_rng(seed)
+    model = nn.SentimentClassifier(V, D, H, C)
+    params = model.init(rng)
+    lengths = rng.integers(5, T + 1, B)
+    mask = (np.arange(T) < lengths[:, None]).astype(np.float64)
+    ids = np.where(mask > 0, rng.integers(2, V, (B, T)), 0)
+    return model, params, ids, mask, rng.integers(0, C, B)
+
+
+@primitive
+def anp_logsumexp(x, axis=-1, keepdims=True):
+    """autograd's own scipy.special.logsumexp (one primitive, as in mini), without needing scipy."""
+    m = np.max(x, axis=axis, keepdims=True)
+    return m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+
+
+defvjp(anp_logsumexp, lambda ans, x, axis=-1, keepdims=True: lambda g: g * np.exp(x - ans))
+
+
+def autograd_classifier_loss(params, ids, mask, labels):
+    """nn.SentimentClassifier.loss, line for line, in autograd.numpy."""
+    vectors = params["embedding"][ids]
+    hidden = anp.maximum(anp.matmul(vectors, params["hidden.W"]) + params["hidden.b"], 0)
+    token_logits = anp.matmul(hidden, params["output.W"]) + params["output.b"]
+    mask3 = mask[:, :, None]
+    logits = anp.sum(token_logits * mask3, axis=1) / anp.sum(mask3, axis=1)
+    log_probs = logits - anp_logsumexp(logits, axis=-1, keepdims=True)
+    return -anp.mean(anp.sum(np.eye(logits.shape[-1])[labels] * log_probs, axis=-1))
+
+
+def chain(x, steps):
+    """``steps`` times x = x * c + 0: two primitives per step, each node read once."""
+    for _ in range(steps):
+        x = x * 0.999 + 0.0
+    return x
+
+
+def programs():
+    """name -> (mini thunk, autograd thunk), each computing a gradient from scratch."""
+    model, params, ids, mask, labels = classifier_batch()
+    mini_step = mini.value_and_grad(model.loss)
+    autograd_step = autograd.value_and_grad(autograd_classifier_loss)
+    rows = {"(a) classifier training step": (
+        lambda: mini_step(params, ids, mask, labels),
+        lambda: autograd_step(params, ids, mask, labels))}
+    for steps in (1_000, 10_000):
+        rows[f"({'b' if steps == 1_000 else 'c'}) scalar chain, {steps:,} steps"] = (
+            lambda s=steps: mini.grad(chain)(1.5, s),
+            lambda s=steps: autograd.grad(chain)(1.5, s))
+    return rows
+
+
+def check_agreement(rows):
+    """Before timing: both sides must compute the same numbers."""
+    for name, (mini_thunk, autograd_thunk) in rows.items():
+        ours, theirs = mini_thunk(), autograd_thunk()
+        if isinstance(ours, tuple):
+            assert np.isclose(ours[0], theirs[0], rtol=1e-10), name
+            ours, theirs = ours[1], theirs[1]
+        for key in (ours if isinstance(ours, dict) else [None]):
+            a, b = (ours[key], theirs[key]) if key else (ours, theirs)
+            assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{name}: gradients differ at {key}"
+
+
+def median_seconds(thunks, repeats, warmup=2):
+    """Median wall time of each thunk, alternating between them in every repeat."""
+    for _ in range(warmup):
+        for thunk in thunks:
+            thunk()
+    times = [[] for _ in thunks]
+    for _ in range(repeats):
+        for thunk, samples in zip(thunks, times):
+            start = time.perf_counter()
+            thunk()
+            samples.append(time.perf_counter() - start)
+    return [statistics.median(samples) for samples in times]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args(argv)
+    rows = programs()
+    check_agreement(rows)
+    print(f"{'program':<36}{'mini (ms)':>11}{'autograd (ms)':>15}{'mini/autograd':>15}  target")
+    for name, thunks in rows.items():
+        ours, theirs = median_seconds(thunks, args.repeats)
+        ratio = ours / theirs
+        print(f"{name:<36}{ours * 1e3:>11.3f}{theirs * 1e3:>15.3f}{ratio:>15.2f}  "
+              f"{'ok' if ratio <= TARGET else 'MISSED'} (<= {TARGET})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""mini.framework (the static, TensorFlow-v1 style front end) against mini.autodiff, closed forms
+and 200 random graphs; every error names the node at fault."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mini
+from mini import framework as fw
+
+E55 = np.exp(5.5)
+
+
+@pytest.fixture
+def graph():
+    with fw.Graph().as_default() as g:
+        yield g
+
+
+# --- closed forms ---------------------------------------------------------------------------------
+
+def test_linear_model_values_and_gradients(graph):
+    x = fw.Placeholder((None,), "x")
+    a, b = fw.Variable(2.0, "a"), fw.Variable(1.0, "b")
+    y = a * x + b
+    grad_a, grad_b, grad_x = fw.gradients(mini.sum(y), [a, b, x])
+    xs = np.array([1.0, 2.0, 3.0])
+    y_value, ga, gb, gx = fw.Session().run([y, grad_a, grad_b, grad_x], {x: xs})
+
+    np.testing.assert_array_equal(y_value, 2.0 * xs + 1.0)
+    assert ga == pytest.approx(xs.sum()) and gb == pytest.approx(3.0)    # d/da = sum x, d/db = n
+    np.testing.assert_array_equal(gx, [2.0, 2.0, 2.0])
+    eager = mini.grad(lambda p: mini.sum(p["a"] * xs + p["b"]))({"a": 2.0, "b": 1.0})
+    assert (ga, gb) == (eager["a"], eager["b"])
+
+
+def test_running_example_equals_autodiff_and_the_analytic_gradient(graph):
+    """f = x1 + exp(1.5 x1 + 2.0 x2) at x1 = 3, x2 = 0.5 (L05 slides 13-19)."""
+    def f(x1, x2):
+        return x1 + mini.exp(1.5 * x1 + 2.0 * x2)
+
+    x1, x2 = fw.Placeholder((), "x1"), fw.Placeholder((), "x2")
+    out = f(x1, x2)
+    grads = fw.gradients(out, [x1, x2])
+    value, g1, g2 = fw.Session().run([out, *grads], {x1: 3.0, x2: 0.5})
+
+    assert value == f(3.0, 0.5) == pytest.approx(3 + E55, rel=1e-15)
+    assert g1 == mini.grad(f, 0)(3.0, 0.5) == pytest.approx(1 + 1.5 * E55, rel=1e-14)
+    assert g2 == mini.grad(f, 1)(3.0, 0.5) == pytest.approx(2 * E55, rel=1e-14)
+
+
+def test_the_backward_graph_is_a_graph_of_the_same_session(graph):
+    x = fw.Variable(3.0, "x")
+    (g,) = fw.gradients(mini.exp(2.0 * x), [x])
+    assert isinstance(g, fw.Operation) and g.graph is graph
+    assert x.value == 3.0 and g.value is None      # built, not computed: that is the Session's job
+    assert fw.Session().run(g) == pytest.approx(2 * np.exp(6.0), rel=1e-14)
+
+
+def test_minimize_takes_one_gradient_step_per_run(graph):
+    x, t = fw.Placeholder((None,), "x"), fw.Placeholder((None,), "t")
+    a, b = fw.Variable(0.5, "a"), fw.Variable(-1.0, "b")
+    loss = mini.mean((a * x + b - t) * (a * x + b - t))
+    train = fw.GradientDescentOptimizer(0.1).minimize(loss)
+    xs, ts = np.array([1.0, 2.0]), np.array([3.0, 5.0])
+    expected_a, expected_b = 0.5, -1.0
+    for _ in range(3):
+        residual = expected_a * xs + expected_b - ts
+        expected_a -= 0.1 * np.mean(2 * residual * xs)
+        expected_b -= 0.1 * np.mean(2 * residual)
+        fw.Session().run(train, {x: xs, t: ts})
+    assert a.value == pytest.approx(expected_a, rel=1e-14)
+    assert b.value == pytest.approx(expected_b, rel=1e-14)
+
+
+# --- 200 random graphs: the framework's gradients are mini.grad's ---------------------------------
+
+M, N = 3, 4
+SHAPES = [(), (N,), (1, N), (M, 1), (M, N)]     # every pair broadcasts, to at most (M, N)
+
+UNARY = {
+    "tanh": mini.tanh, "sigmoid": mini.sigmoid, "negative": mini.negative, "relu": mini.relu,
+    "square": lambda x: x * x,                                   # one node read twice: fan-out
+    "exp_tanh": lambda x: mini.exp(mini.tanh(x)),
+    "log1p_square": lambda x: mini.log(1.0 + x * x),
+    "affine": lambda x: 0.5 * x - 1.0,
+}
+BINARY = {
+    "add": mini.add, "subtract": mini.subtract, "multiply": mini.multiply, "maximum": mini.maximum,
+    "divide": lambda x, y: x / (1.0 + y * y),
+}
+REDUCE = {   # name: (function, the shapes it accepts, the shape it gives)
+    "sum": (mini.sum, lambda s: True, lambda s: ()),
+    "mean_last": (lambda x: mini.mean(x, axis=-1, keepdims=True), lambda s: len(s) >= 1,
+                  lambda s: s[:-1] + (1,)),
+    "sum_first": (lambda x: mini.sum(x, axis=0, keepdims=True), lambda s: len(s) == 2,
+                  lambda s: (1,) + s[1:]),
+    "log_softmax": (mini.log_softmax, lambda s: len(s) >= 1, lambda s: s),
+    "matmul_W": (None, lambda s: len(s) >= 1 and s[-1] == N, lambda s: s),
+}
+
+
+@st.composite
+def programs(draw):
+    """A random program: input shapes, then steps (operation, operand positions) over the pool of
+    values computed so far; operands are drawn from the whole pool, so values fan out."""
+    shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3))
+    pool, steps = list(shapes), []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["unary", "binary", "reduce"]))
+        i = draw(st.integers(0, len(pool) - 1))
+        if kind == "unary":
+            steps.append((draw(st.sampled_from(sorted(UNARY))), (i,)))
+        elif kind == "binary":
+            j = draw(st.integers(0, len(pool) - 1))
+            steps.append((draw(st.sampled_from(sorted(BINARY))), (i, j)))
+            pool.append(np.broadcast_shapes(pool[i], pool[j]))
+            continue
+        else:
+            fits = sorted(name for name, (_, accepts, _) in REDUCE.items() if accepts(pool[i]))
+            name = draw(st.sampled_from(fits))
+            steps.append((name, (i,)))
+            pool.append(REDUCE[name][2](pool[i]))
+            continue
+        pool.append(pool[i])
+    return shapes, steps, draw(st.integers(0, 2**32 - 1))
+
+
+def run_program(steps, inputs, W):
+    """The shared recipe: the same primitive calls on arrays (eager) or on Variables (framework)."""
+    pool = list(inputs)
+    for name, operands in steps:
+        args = [pool[i] for i in operands]
+        if name in UNARY:
+            pool.append(UNARY[name](*args))
+        elif name in BINARY:
+            pool.append(BINARY[name](*args))
+        elif name == "matmul_W":
+            pool.append(mini.matmul(args[0], W))
+        else:
+            pool.append(REDUCE[name][0](*args))
+    return mini.sum(pool[-1]) + 0.5 * mini.sum(pool[-2] * pool[-2])
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(programs())
+def test_framework_gradients_equal_mini_grad_on_random_graphs(program):
+    shapes, steps, seed = program
+    rng = np.random.default_rng(seed)
+    params = {f"x{k}": rng.standard_normal(shape) for k, shape in enumerate(shapes)}
+    params["W"] = rng.standard_normal((N, N))
+
+    def loss(p):
+        return run_program(steps, [p[f"x{k}"] for k in range(len(shapes))], p["W"])
+
+    eager_value, eager_grads = mini.value_and_grad(loss)(params)
+
+    with fw.Graph().as_default() as graph:
+        variables = {name: fw.Variable(value, name) for name, value in params.items()}
+        loss_node = loss(variables)
+        grad_nodes = fw.gradients(loss_node, list(variables.values()))
+    results = fw.Session(graph).run([loss_node] + grad_nodes)
+    value, grads = results[0], dict(zip(variables, results[1:]))
+
+    np.testing.assert_allclose(value, eager_value, rtol=1e-10, atol=1e-10)
+    for name in params:
+        assert np.shape(grads[name]) == np.shape(params[name]), name
+        np.testing.assert_allclose(grads[name], eager_grads[name], rtol=1e-10, atol=1e-10,
+                                   err_msg=f"gradient of {name} for program {steps}")
+
+
+# --- running only what the fetches need, in the shape they were asked -----------------------------
+
+def test_fetches_as_one_node_a_list_a_tuple_and_a_dict(graph):
+    a, b = fw.Variable(2.0, "a"), fw.Constant(3.0, "b")
+    total, product = a + b, a * b
+    session = fw.Session()
+    assert session.run(total) == 5.0
+    assert session.run([total, product]) == [5.0, 6.0]
+    assert session.run((product, total)) == (6.0, 5.0)
+    assert session.run({"sum": total, "product": product}) == {"sum": 5.0, "product": 6.0}
+
+
+def test_only_what_the_fetches_need_is_computed(graph):
+    calls = []
+    counted = mini.primitive(lambda x: calls.append(x) or x)
+    a, unfed = fw.Variable(2.0, "a"), fw.Placeholder((), "unfed")
+    needed, not_needed = a * 3.0, counted(a) + unfed
+    assert fw.Session().run(needed) == 6.0       # `unfed` is not fed, and that is fine
+    assert calls == []                           # the branch the fetch does not read never ran
+    assert fw.Session().run(not_needed, {unfed: 1.0}) == 3.0 and calls == [2.0]
+
+
+def test_variables_keep_their_values_between_runs_and_placeholders_do_not(graph):
+    x, w = fw.Placeholder((), "x"), fw.Variable(1.0, "w")
+    train = fw.GradientDescentOptimizer(0.5).minimize(w * x)
+    session = fw.Session()
+    session.run(train, {x: 2.0})
+    session.run(train, {x: 2.0})
+    assert w.value == pytest.approx(1.0 - 2 * 0.5 * 2.0)
+    with pytest.raises(ValueError, match="Placeholder 'x' was not fed"):
+        session.run(train)
+
+
+# --- every error names the node at fault ----------------------------------------------------------
+
+def test_unfed_placeholder_is_named(graph):
+    images = fw.Placeholder((None, 3), "images")
+    with pytest.raises(ValueError, match="Placeholder 'images' was not fed"):
+        fw.Session().run(mini.sum(images))
+
+
+def test_wrong_feed_shape_names_the_node_and_both_shapes(graph):
+    images = fw.Placeholder((None, 3), "images")
+    with pytest.raises(ValueError, match=r"Placeholder 'images' expects shape \(None, 3\) but was "
+                                         r"fed shape \(2, 4\)"):
+        fw.Session().run(mini.sum(images), {images: np.zeros((2, 4))})
+    with pytest.raises(ValueError, match=r"'images' expects shape \(None, 3\) .* shape \(3,\)"):
+        fw.Session().run(mini.sum(images), {images: np.zeros(3)})
+
+
+def test_fetch_from_another_graph_is_named():
+    with fw.Graph().as_default() as first:
+        a = fw.Variable(1.0, "a")
+    with fw.Graph().as_default() as second:
+        fw.Variable(2.0, "b")
+    with pytest.raises(ValueError, match=f"cannot fetch <Variable 'a'>: it belongs to "
+                                         f"{first!r}, this Session runs {second!r}"):
+        fw.Session(second).run(a)
+
+
+def test_operation_mixing_graphs_is_named():
+    with fw.Graph().as_default():
+        a = fw.Variable(1.0, "a")
+    with fw.Graph().as_default():
+        b = fw.Variable(2.0, "b")
+    with pytest.raises(ValueError, match="add: its inputs <Variable 'a'>.*<Variable 'b'>.* belong "
+                                         "to different graphs"):
+        a + b
+
+
+def test_feeding_a_non_placeholder_is_named(graph):
+    w, c = fw.Variable(1.0, "w"), fw.Constant(2.0, "c")
+    y = w * c
+    with pytest.raises(TypeError, match=r"cannot feed <Variable 'w'>: only Placeholders are fed "
+                                        r"\(change a Variable with .assign\)"):
+        fw.Session().run(y, {w: 5.0})
+    with pytest.raises(TypeError, match="cannot feed <Constant 'c'>: only Placeholders are fed"):
+        fw.Session().run(y, {c: 5.0})
+    with pytest.raises(TypeError, match="cannot feed <Operation 'multiply'>"):
+        fw.Session().run(y, {y: 5.0})
+
+
+def test_constant_reassignment_is_named(graph):
+    c = fw.Constant(2.0, "c")
+    with pytest.raises(TypeError, match="Constant 'c' cannot be reassigned"):
+        c.assign(3.0)
+    assert fw.Session().run(c) == 2.0
+
+
+def test_variable_assignment_of_the_wrong_shape_is_named(graph):
+    w = fw.Variable(np.zeros(3), "w")
+    with pytest.raises(ValueError, match=r"Variable 'w' has shape \(3,\); cannot assign a value of "
+                                         r"shape \(4,\)"):
+        w.assign(np.zeros(4))
+
+
+def test_minimize_without_a_variable_is_named(graph):
+    x, c = fw.Placeholder((), "x"), fw.Constant(1.0, "c")
+    with pytest.raises(ValueError, match="minimize: <Operation 'multiply'> depends on no Variable"):
+        fw.GradientDescentOptimizer(0.1).minimize(x * c)
+
+
+def test_fetching_something_that_is_not_a_node_is_named(graph):
+    with pytest.raises(TypeError, match=r"cannot fetch 3\.0: fetches must be graph nodes"):
+        fw.Session().run([fw.Variable(1.0, "w"), 3.0])

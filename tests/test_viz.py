@@ -1,0 +1,122 @@
+"""mini.viz: graph pictures with values and gradients, and training curves, drawn headless."""
+import itertools
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+import mini
+from mini import framework as fw
+from mini.autodiff import Box
+from mini.graph import Node
+from mini.viz import draw_graph, layers, plot_history
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def running_example():
+    """f = x1 + exp(1.5 x1 + 2.0 x2) at x1 = 3, x2 = 0.5, split into x3..x7 as on L05 slide 13."""
+    x1, x2 = Box(3.0, name="x1"), Box(0.5, name="x2")
+    x3 = 1.5 * x1
+    x4 = 2.0 * x2
+    x5 = x3 + x4
+    x6 = mini.exp(x5)
+    x7 = x1 + x6
+    for name, node in (("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7)):
+        node.name = name
+    return x1, x2, x7, mini.backward_pass(1.0, x7)
+
+
+def labelled_texts(figure):
+    return [t for axes in figure.axes for t in axes.texts if t.get_text()]
+
+
+def box_extents(figure):
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    return [t.get_bbox_patch().get_window_extent(renderer) for t in labelled_texts(figure)]
+
+
+def test_running_example_has_one_box_per_node_with_values_and_gradients(tmp_path):
+    x1, x2, f, grads = running_example()
+    figure = draw_graph(f, grads=grads, title="f = x1 + exp(1.5 x1 + 2.0 x2)")
+    path = tmp_path / "running_example.png"
+    figure.savefig(path)
+    assert path.read_bytes().startswith(PNG_MAGIC)
+
+    nodes = mini.toposort(f)
+    texts = [t.get_text() for t in labelled_texts(figure)]
+    assert len(nodes) == 7 and len(texts) == len(nodes)          # x1 .. x7, one box each
+    for node in nodes:
+        matches = [t for t in texts if t.split()[0] == node.label]
+        assert len(matches) == 1, f"node {node.label}: expected one box, found {matches}"
+        assert f"= {node.value:.6g}\ngrad = {grads[node]:.6g}" in matches[0], matches[0]
+    e = np.exp(5.5)                                              # the analytic values
+    for node, value, gradient in ((x1, 3.0, 1 + 1.5 * e), (x2, 0.5, 2 * e), (f, 3.0 + e, 1.0)):
+        box = next(t for t in texts if t.split()[0] == node.label)
+        assert f"= {value:.6g}" in box and f"grad = {gradient:.6g}" in box, box
+    assert next(t for t in texts if t.split()[0] == "x3").startswith("x3 (multiply)\n")
+
+
+def test_boxes_do_not_overlap():
+    rng = np.random.default_rng(0)
+    W, x, b = (Box(rng.standard_normal(s), name=n) for n, s in
+               (("W", (3, 4)), ("x", (5, 3)), ("b", (4,))))
+    h = mini.relu(x @ W + b)
+    y = mini.sum(h * h) + mini.sum(mini.tanh(h)) + mini.sum(x)
+    extents = box_extents(draw_graph(y, grads=mini.backward_pass(1.0, y)))
+    assert len(extents) == len(mini.toposort(y))
+    for a, c in itertools.combinations(extents, 2):
+        assert not a.overlaps(c), f"boxes at {a} and {c} overlap"
+
+
+def test_layer_is_the_longest_path_from_an_input():
+    x1, x2, f, _ = running_example()
+    layer = layers(f)
+    assert layer[x1] == layer[x2] == 0
+    assert layer[f] == 4                       # x1 -> x3 -> x5 -> x6 -> x7, not the short x1 -> x7
+    assert all(layer[p] < layer[n] for n in layer for p in n.parents)
+
+
+def test_arrays_show_shape_and_first_entries():
+    x = Box(np.arange(6.0).reshape(2, 3), name="x")
+    y = mini.sum(x * x)
+    texts = [t.get_text() for t in labelled_texts(draw_graph(y, grads=mini.backward_pass(1.0, y)))]
+    box = next(t for t in texts if t.startswith("x\n"))
+    assert "(2, 3) [0, 1, 2, ...]" in box and "grad (2, 3) [0, 2, 4, ...]" in box
+    assert len(texts) == 3                     # x * x is one multiply node with a double edge
+
+
+def test_framework_graph_and_plain_nodes_draw():
+    graph = fw.Graph()
+    with graph.as_default():
+        a, x = fw.Variable(2.0, "a"), fw.Placeholder((), "x")
+        y = a * x + fw.Constant(1.0, "b")
+    texts = [t.get_text() for t in labelled_texts(draw_graph(y))]
+    assert sorted(texts) == sorted(["a\n= 2", "x", "b\n= 1", "multiply", "add"])
+
+    single = Node(np.float64(1.5), name="alone")
+    assert [t.get_text() for t in labelled_texts(draw_graph(single))] == ["alone\n= 1.5"]
+
+
+def test_plot_history_puts_losses_and_accuracies_on_separate_axes(tmp_path):
+    history = {"train loss": list(np.linspace(1, 0.2, 300)), "validation loss": [0.7, 0.5, 0.4],
+               "validation accuracy": [0.7, 0.8, 0.9]}
+    figure = plot_history(history, title="training")
+    path = tmp_path / "history.png"
+    figure.savefig(path)
+    assert path.read_bytes().startswith(PNG_MAGIC)
+    loss_axes, accuracy_axes = figure.axes
+    assert [line.get_label() for line in loss_axes.lines] == ["train loss", "validation loss"]
+    assert [line.get_label() for line in accuracy_axes.lines] == ["validation accuracy"]
+    # the per-step series spans the same epochs as the per-epoch ones
+    assert loss_axes.lines[0].get_xdata()[-1] == pytest.approx(3.0)
+    assert list(accuracy_axes.lines[0].get_xdata()) == [1.0, 2.0, 3.0]
+
+
+def test_plot_history_rejects_empty_input():
+    with pytest.raises(ValueError, match="empty"):
+        plot_history({})
+    with pytest.raises(ValueError, match="'validation accuracy'"):
+        plot_history({"train loss": [1.0], "validation accuracy": []})
