@@ -1,6 +1,8 @@
 """The nbgrader path for a whole class: autograde in parallel, feedback, CSV export.
 
-nbgrader grades one submission at a time into one SQLite gradebook.  To use every core without two
+nbgrader grades one submission at a time into one SQLite gradebook, running it in a Jupyter
+kernel with the grader's own rights; here the kernel is the sandboxed one of
+``autograder.sandbox``.  To use every core without two
 processes ever writing that file, each worker process grades into its OWN copy of the gradebook
 (made when the worker starts), reads back the scores it just wrote, and returns them as plain data;
 the parent alone writes them into the course gradebook, one submission per transaction.  After a
@@ -16,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograder import course
+from autograder import course, sandbox
 
 MARKER = ".mini-graded"
 
@@ -84,16 +86,26 @@ _api = None
 
 
 def _start_worker(gradebook, scratch, environment):
-    """Copy the gradebook for this worker alone and open nbgrader's API on the copy."""
+    """Copy the gradebook for this worker alone and open nbgrader's API on the copy.
+
+    Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
+    submission's own autograded copy), nor the solutions, nor the gradebook copies, nor the network.
+    """
     global _api
     os.environ.update(environment)
-    private = Path(scratch) / f"gradebook-{os.getpid()}.db"
+    mine = Path(scratch) / str(os.getpid())
+    (mine / "db").mkdir(parents=True)
+    private = mine / "db" / "gradebook.db"
     shutil.copy(gradebook, private)
-    _api = course.api(db_url=f"sqlite:///{private}")
+    os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
+    kernel = sandbox.install_grading_kernel(
+        mine / "jupyter", [course.REPO / "solutions", course.course_dir(), mine / "db"])
+    _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel)
 
 
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
+    os.environ["MINI_KERNEL_HOME"] = str(course.course_dir() / "autograded" / student / lab)
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:
         return None, (result.get("error") or result.get("log") or "nbgrader failed")[-2000:]

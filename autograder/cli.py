@@ -12,6 +12,7 @@ Exit status: 0 when every submission was graded (whatever its score), 1 when som
 2 for a usage error.
 """
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -63,6 +64,12 @@ def _parser():
                                               "recorded in every results.json)")
     sub.add_argument("--workers", type=int, default=os.cpu_count(),
                      help="submissions graded at once (default: the number of cores)")
+    sub.add_argument("--check-seconds", type=float, default=30.0,
+                     help="time limit of one check (default 30; lab 5's simulator is slow)")
+    sub.add_argument("--cell-seconds", type=float, default=30.0,
+                     help="time limit of one notebook cell (default 30)")
+    sub.add_argument("--worker-seconds", type=float, default=300.0,
+                     help="wall-clock limit of one worker process (default 300)")
     sub.add_argument("-v", "--verbose", action="store_true", help="pytest's full report")
 
     sub = command("feedback", _feedback, "generate HTML feedback for autograded submissions")
@@ -122,7 +129,10 @@ def _grade(args):
                                       .resolve()),
         "MINI_GRADE_LABS": ",".join(course.expand(args.lab)),
         "MINI_GRADE_OUT": str(out), "MINI_GRADE_SEED": str(seed),
-        "MINI_GRADE_WORKERS": str(args.workers)})
+        "MINI_GRADE_WORKERS": str(args.workers),
+        "MINI_GRADE_LIMITS": json.dumps({"check_seconds": args.check_seconds,
+                                         "cell_seconds": args.cell_seconds,
+                                         "worker_seconds": args.worker_seconds})})
     code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
                         "-q" if not args.verbose else "-v", "--tb=line" if not args.verbose else
                         "--tb=short", "-W", "ignore::pytest.PytestAssertRewriteWarning"])

@@ -2,8 +2,8 @@
 
 ``python -m autograder grade`` runs pytest on this file with the batch described in environment
 variables (MINI_GRADE_SUBMISSIONS, MINI_GRADE_LABS, MINI_GRADE_OUT, MINI_GRADE_SEED,
-MINI_GRADE_WORKERS).  Every submission is graded once, up front, in worker processes
-(``autograder.runner``); each test then reports one test cell's verdict with the check's message,
+MINI_GRADE_WORKERS, MINI_GRADE_LIMITS).  Every submission is graded once, up front, in worker
+processes (``autograder.runner``); each test then reports one test cell's verdict with the check's message,
 and the session writes ``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
 """
 import concurrent.futures
@@ -16,11 +16,16 @@ import pytest
 
 from autograder import runner
 
-SUBMISSIONS = Path(os.environ.get("MINI_GRADE_SUBMISSIONS", "."))
-LABS = os.environ.get("MINI_GRADE_LABS", "").split(",")
-OUT = Path(os.environ.get("MINI_GRADE_OUT", "results"))
-SEED = int(os.environ.get("MINI_GRADE_SEED", "0"))
-WORKERS = int(os.environ.get("MINI_GRADE_WORKERS", "1"))
+
+def settings():
+    """The batch to grade, read from the environment each time pytest runs this module (a
+    process may grade several batches; the module is imported once)."""
+    return dict(submissions=Path(os.environ.get("MINI_GRADE_SUBMISSIONS", ".")),
+                labs=[lab for lab in os.environ.get("MINI_GRADE_LABS", "").split(",") if lab],
+                out=Path(os.environ.get("MINI_GRADE_OUT", "results")),
+                seed=int(os.environ.get("MINI_GRADE_SEED", "0")),
+                workers=int(os.environ.get("MINI_GRADE_WORKERS", "1")),
+                limits=runner.Limits(**json.loads(os.environ.get("MINI_GRADE_LIMITS", "{}"))))
 
 
 def find_submissions(folder, lab):
@@ -33,40 +38,35 @@ def find_submissions(folder, lab):
     return found
 
 
-def _grade_everything():
-    jobs = [(lab, student, path) for lab in LABS if lab for student, path in
-            find_submissions(SUBMISSIONS, lab)]
-    with concurrent.futures.ThreadPoolExecutor(max(1, WORKERS)) as pool:
-        results = list(pool.map(lambda job: runner.grade_submission(job[2], job[0], job[1], SEED),
-                                jobs))
+@pytest.fixture(scope="session")
+def graded():
+    """Grade every submission once per pytest session; write the result files."""
+    batch = settings()
+    jobs = [(lab, student, path) for lab in batch["labs"]
+            for student, path in find_submissions(batch["submissions"], lab)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, batch["workers"])) as pool:
+        results = list(pool.map(lambda job: runner.grade_submission(
+            job[2], job[0], job[1], batch["seed"], batch["limits"]), jobs))
+    out = batch["out"]
     for result in results:
-        folder = OUT / result.lab / result.student
+        folder = out / result.lab / result.student
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "results.json").write_text(json.dumps(result.gradescope(), indent=1))
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "grades.csv", "w", newline="") as file:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "grades.csv", "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(["student", "lab", "score", "max_score", "seed"])
         for result in results:
-            writer.writerow([result.student, result.lab, result.score, result.max_score, SEED])
+            writer.writerow([result.student, result.lab, result.score, result.max_score,
+                             batch["seed"]])
     return {(r.lab, r.student): r for r in results}
-
-
-_results = None
-
-
-@pytest.fixture(scope="session")
-def graded():
-    global _results
-    if _results is None:
-        _results = _grade_everything()
-    return _results
 
 
 def pytest_generate_tests(metafunc):
     if "lab_student_test" in metafunc.fixturenames:
-        cases = [(lab, student, grade_id) for lab in LABS if lab
-                 for student, _ in find_submissions(SUBMISSIONS, lab)
+        batch = settings()
+        cases = [(lab, student, grade_id) for lab in batch["labs"]
+                 for student, _ in find_submissions(batch["submissions"], lab)
                  for grade_id, _ in runner.test_cells(lab)]
         metafunc.parametrize("lab_student_test", cases, ids=["/".join(c) for c in cases])
 

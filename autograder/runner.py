@@ -11,6 +11,7 @@ passes, as in nbgrader.
 If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), the step it announced
 last is marked as failed with the reason, and a fresh worker carries on after it.
 """
+import ctypes
 import dataclasses
 import json
 import os
@@ -25,9 +26,11 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.checks import LABS, case_for, checks_of, verify
+from autograder.checks import case_for, checks_of, verify
+from autograder.sandbox import isolation_note, sandboxed
 
 REPO = Path(__file__).resolve().parent.parent
+MAX_EVENT_BYTES = 16 * 2**20
 
 
 @dataclasses.dataclass
@@ -96,7 +99,10 @@ def test_cells(lab):
 
 
 def student_cells(notebook_path, lab):
-    """The submission's code cells to run: all but those whose id is a test cell of the source.
+    """The submission's code cells to run: all but the source's test cells and ``demo`` cells.
+
+    Cells tagged ``demo`` (plots, training runs, timings) define nothing the checks need; skipping
+    them keeps grading fast, and a student who tags a cell only skips their own code.
 
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
@@ -116,13 +122,13 @@ def student_cells(notebook_path, lab):
         raise ValueError(f"{notebook_path.name} is not a {lab} notebook: none of its cells belong "
                          "to that lab")
     return [(index, cell.source) for index, cell in enumerate(nb.cells)
-            if cell.cell_type == "code"
+            if cell.cell_type == "code" and "demo" not in cell.metadata.get("tags", [])
             and cell.metadata.get("nbgrader", {}).get("grade_id") not in tests]
 
 
-def grade_submission(notebook_path, lab, student, seed, limits=Limits()):
+def grade_submission(notebook_path, lab, student, seed, limits=None):
     """Grade one submitted notebook; never raises for anything the submission does."""
-    notebook_path = Path(notebook_path)
+    notebook_path, limits = Path(notebook_path), limits or Limits()
     checks = checks_of(lab)
     keys = [f"{grade_id[len('test_'):]}/{n}" for grade_id, _ in test_cells(lab)
             for n in range(len(checks[grade_id[len("test_"):]]))]
@@ -135,6 +141,7 @@ def grade_submission(notebook_path, lab, student, seed, limits=Limits()):
         cells = None
         notes.append(str(error))
     outcomes = _run_workers(cells, keys, lab, seed, limits, notes) if cells is not None else {}
+    notes.append(isolation_note())
 
     tests = []
     for grade_id, points in test_cells(lab):
@@ -171,7 +178,10 @@ def _run_workers(cells, keys, lab, seed, limits, notes):
                 last = None
                 outcomes[event["key"]] = event["outcome"]
             elif event["event"] == "output" and event["text"].strip():
-                notes.append("printed output:\n" + event["text"][:limits.output_chars])
+                text = event["text"]
+                if len(text) > limits.output_chars + 200:      # the worker's own cut, enforced
+                    text = text[:limits.output_chars] + "\n... (more characters cut)"
+                notes.append("printed output:\n" + text)
         if reason is None or last is None:
             if reason:
                 notes.append(f"the worker stopped: {reason}")
@@ -191,11 +201,11 @@ def _run_worker(cells, keys, lab, seed, limits):
     request = {"lab": lab, "seed": seed, "cells": cells, "checks": keys, "events_fd": write_fd,
                "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
                "output_limit": limits.output_chars}
+    python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+              "from autograder.worker import main; main()"]
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c",
-             f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-             "from autograder.worker import main; main()"],
+            sandboxed(python, hidden_folders()),
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
             start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks))
@@ -209,6 +219,16 @@ def _run_worker(cells, keys, lab, seed, limits):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def hidden_folders():
+    """What a worker must not see: the answers, the course (gradebook, other submissions)."""
+    from autograder.course import course_dir
+    folders = [REPO / "solutions", course_dir()]
+    if os.environ.get("MINI_GRADE_SUBMISSIONS"):
+        folders.append(Path(os.environ["MINI_GRADE_SUBMISSIONS"]))
+    return [folder.resolve() for folder in folders       # never the code the worker imports
+            if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())]
+
+
 def _read_events(read_fd, process, seconds):
     deadline = time.monotonic() + seconds
     buffer, reason = b"", None
@@ -220,6 +240,9 @@ def _read_events(read_fd, process, seconds):
             chunk = None
         if chunk:
             buffer += chunk
+            if len(buffer) > MAX_EVENT_BYTES:
+                reason = "it sent more data back than any honest run does"
+                break
             continue
         if chunk == b"" and process.poll() is not None:
             break
@@ -262,12 +285,21 @@ def _set_limits(limits, tasks):
     The process limit counts every task (process or thread) of the user, so it is set to what the
     user already runs plus ``limits.processes``.
     """
+    _die_with_parent()
     cpu = int(limits.worker_seconds) + 5
     for limit, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, limits.file_bytes),
                          (resource.RLIMIT_NPROC, tasks + limits.processes),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
+
+
+def _die_with_parent():
+    """Ask Linux to kill the worker if the grader dies first (no orphan keeps running)."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _user_tasks():

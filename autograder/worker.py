@@ -65,24 +65,37 @@ def main():
     def emit(**event):
         events.write(json.dumps(event) + "\n")
 
+    # Everything the checks need is taken now, before any student code runs: what the student
+    # patches later (autograder.checks, numpy) cannot reach these names, and the student cannot
+    # import the autograder at all.
     from autograder import guard
-    namespace = {"__name__": "__main__"}
+    from autograder.checks import case_for, checks_of, run_case
+    checks = checks_of(request["lab"])
     guard.disable_reference(request["lab"])
+    guard.hide_autograder()
+
+    namespace = {"__name__": "__main__"}
     for index, source in request["cells"]:
         emit(event="cell", index=index)
         emit(event="cell_done", index=index,
              error=_run_limited(lambda: exec(compile(source, f"<cell {index}>", "exec"), namespace),
                                 request["cell_seconds"]))
 
-    from autograder.checks import case_for, checks_of, run_case
-    checks = checks_of(request["lab"])
+    out_of_time = set()                       # fill-ins whose code already hit the time limit
     for key in request["checks"]:
         fill_in, number = key.rsplit("/", 1)
+        if fill_in in out_of_time:
+            emit(event="outcome", key=key, outcome={"error": "Skipped: an earlier check of this "
+                                                             "fill-in ran out of time"})
+            continue
         emit(event="check", key=key)
         case = case_for(checks[fill_in][int(number)], request["seed"] + int(number))
+        case.expected = None                  # the answer is computed by the grader, not here
         outcome = {}
         error = _run_limited(lambda: outcome.update(run_case(case, namespace)),
                              request["check_seconds"])
+        if error and error.startswith("TimeLimit"):
+            out_of_time.add(fill_in)
         emit(event="outcome", key=key, outcome=outcome if not error else {"error": error})
     emit(event="output", text=printed.getvalue())
 

@@ -1,0 +1,70 @@
+"""Run student code where it cannot see the course or reach the network (Linux namespaces).
+
+Both grading paths start student code through :func:`sandboxed`: the command runs in new user,
+mount and network namespaces (``unshare``, no privileges needed where the kernel allows
+unprivileged user namespaces), with an empty tmpfs mounted over each hidden folder.  Where
+``unshare`` cannot do that, commands run unchanged and :func:`isolation_note` says so in every result.
+
+nbgrader talks to its Jupyter kernels over sockets; in a network namespace a kernel cannot reach
+the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
+"""
+import functools
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+KERNEL_NAME = "mini-grader"
+
+
+@functools.lru_cache(maxsize=None)
+def isolation_available():
+    """Whether ``unshare`` can give a process its own user, mount and network namespaces here
+    (most Linux desktops and CI runners; not macOS, not some hardened servers)."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--net", "true"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return probe.returncode == 0
+
+
+def isolation_note():
+    if isolation_available():
+        return ("isolation: own network namespace (no network); course folder and solutions "
+                "hidden from the submission")
+    return ("isolation: NOT available here (no unprivileged user namespaces): the network was not "
+            "cut and the worker could read the instructor's files; run the grader as a separate "
+            "user or in a container (README, 'Grading untrusted code')")
+
+
+def sandboxed(command, hidden, keep=None):
+    """``command`` with no network and an empty folder over each of ``hidden``.
+
+    ``keep``: a shell expression naming one folder inside a hidden one that must stay visible
+    (bind-mounted back); the command then starts in it.  Unchanged where isolation is unavailable.
+    """
+    if not isolation_available():
+        return command
+    script = ""
+    if keep:
+        script += f'stash=$(mktemp -d) && mount --bind "{keep}" "$stash" && '
+    script += "".join(f"mount -t tmpfs -o size=1m none {shlex.quote(str(folder))} && "
+                      for folder in hidden)
+    if keep:
+        script += f'mkdir -p "{keep}" && mount --bind "$stash" "{keep}" && cd "{keep}" && '
+    return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", "sh", "-c",
+            script + 'exec "$@"', "sh", *command]
+
+
+def install_grading_kernel(data_dir, hidden):
+    """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, starting in the
+    folder named by ``$MINI_KERNEL_HOME`` (the submission's autograded copy)."""
+    folder = Path(data_dir) / "kernels" / KERNEL_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = sandboxed([sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                     hidden, keep="$MINI_KERNEL_HOME")
+    (folder / "kernel.json").write_text(json.dumps(
+        {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
+    return KERNEL_NAME

@@ -1,0 +1,162 @@
+"""The instructor's workflow end to end: release, collect, autograde (nbgrader), grade (pytest
+path), feedback, export, resume, the formgrader over HTTP, and the demo's sample students."""
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from autograder import batch, cli, course, runner, samples
+from autograder.demo import STUDENTS
+
+NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]   # the nbgrader path on the two quickest labs
+
+
+def expected_score(kind, lab):
+    """What each sample student must score (out of 100)."""
+    points = dict(runner.test_cells(lab))
+    if kind in ("full", "no_test"):
+        return 100
+    if kind == "untouched":
+        return 0
+    if kind == "bug":
+        return 100 - points["test_" + samples.BUGS[lab][0]]
+    first = next(c for c in _solution_cells(lab))       # "loops": its first fill-in never returns
+    return 100 - points["test_" + first]
+
+
+def _solution_cells(lab):
+    import nbformat
+    nb = nbformat.read(runner.source_notebook(lab), as_version=4)
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution") and "### BEGIN SOLUTION" in c.source]
+
+
+@pytest.fixture(scope="module")
+def course_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course-run")
+    saved = {k: os.environ.get(k) for k in ("MINI_COURSE_DIR", "MINI_RELEASE_DIR", "MINI_CELL_TIMEOUT")}
+    os.environ.update(MINI_COURSE_DIR=str(root / "course"), MINI_RELEASE_DIR=str(root / "release"),
+                      MINI_CELL_TIMEOUT="20")
+    assert cli.main(["release", ",".join(NBGRADER_LABS)]) == 0
+    for lab in NBGRADER_LABS:
+        for kind, student in STUDENTS.items():
+            samples.write(kind, lab, root / "release", root / "inbox" / student / f"{lab}.ipynb")
+    assert cli.main(["collect", str(root / "inbox")]) == 0
+    assert cli.main(["autograde", ",".join(NBGRADER_LABS), "--workers", "2"]) == 0
+    yield root
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _nbgrader_scores(root):
+    assert cli.main(["export", "--to", str(root / "grades.csv")]) == 0
+    with open(root / "grades.csv") as file:
+        return {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0)
+                for r in csv.DictReader(file)}
+
+
+def test_nbgrader_path_gives_each_sample_student_the_expected_score(course_folder):
+    scores = _nbgrader_scores(course_folder)
+    for lab in NBGRADER_LABS:
+        for kind, student in STUDENTS.items():
+            assert scores[(student, lab)] == expected_score(kind, lab), (lab, kind)
+
+
+def test_pytest_path_agrees_with_nbgrader_and_writes_gradescope_results(course_folder):
+    out = course_folder / "results"
+    assert cli.main(["grade", ",".join(NBGRADER_LABS), "--out", str(out), "--seed", "5"]) == 0
+    nbgrader_scores = _nbgrader_scores(course_folder)
+    with open(out / "grades.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len(NBGRADER_LABS) * len(STUDENTS)
+    for row in rows:
+        assert float(row["score"]) == nbgrader_scores[(row["student"], row["lab"])], row
+    result = json.loads((out / "lab3_autodiff" / STUDENTS["bug"] / "results.json").read_text())
+    assert {"score", "tests", "output"} <= set(result) and "seed 5" in result["output"]
+    failed = [t for t in result["tests"] if t["status"] == "failed"]
+    assert failed and all({"name", "score", "max_score", "output", "visibility"} <= set(t)
+                          for t in result["tests"])
+    assert "backward_pass" in failed[0]["output"]
+
+
+def test_feedback_shows_results_but_no_hidden_test(course_folder):
+    assert cli.main(["feedback", "lab3_autodiff"]) == 0
+    html = (course_folder / "course" / "feedback" / STUDENTS["bug"] / "lab3_autodiff"
+            / "lab3_autodiff.html").read_text()
+    assert "backward_pass" in html
+    for secret in ("BEGIN HIDDEN TESTS", "autograder.checks", "grade(&quot;lab3"):
+        assert secret not in html
+
+
+def test_a_second_autograde_resumes_instead_of_regrading(course_folder):
+    graded, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
+    assert (graded, failed) == ([], {})
+    marker = (course_folder / "course" / "autograded" / STUDENTS["full"] / "lab2_graphs"
+              / batch.MARKER)
+    marker.unlink()
+    graded, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
+    assert (graded, failed) == ([STUDENTS["full"]], {})
+    assert _nbgrader_scores(course_folder)[(STUDENTS["full"], "lab2_graphs")] == 100
+
+
+def test_formgrader_lists_the_assignments_over_http(course_folder):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
+         f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=t0ken",
+         f"--ServerApp.root_dir={course.CONFIG_FILE.parent}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/assignments",
+                                         headers={"Authorization": "token t0ken"})
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assignments = json.loads(urllib.request.urlopen(request, timeout=5).read())
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the Jupyter server did not answer"
+                time.sleep(0.5)
+        names = {a["name"]: a for a in assignments}
+        assert set(NBGRADER_LABS) <= set(names)
+        assert names["lab3_autodiff"]["num_submissions"] == len(STUDENTS)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+@pytest.mark.parametrize("command", ["release", "collect", "autograde", "grade", "feedback",
+                                     "export", "demo"])
+def test_every_subcommand_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0 and "usage" in capsys.readouterr().out
+
+
+def test_unknown_lab_is_a_usage_error(capsys):
+    assert cli.main(["release", "lab9"]) == 2
+    assert "unknown lab 'lab9'" in capsys.readouterr().err
+
+
+def test_pytest_path_grades_every_lab_s_samples(tmp_path):
+    """All five labs through the pytest path alone (nbgrader above covers two)."""
+    from autograder.checks import LABS
+    labs_folder = Path(__file__).resolve().parent.parent / "labs"
+    for lab in LABS:
+        for kind in STUDENTS:
+            path = samples.write(kind, lab, labs_folder, tmp_path / kind / f"{lab}.ipynb")
+            result = runner.grade_submission(path, lab, kind, seed=3,
+                                             limits=runner.Limits(check_seconds=15))
+            assert result.score == expected_score(kind, lab), (lab, kind, result.notes[-3:])
