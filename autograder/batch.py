@@ -100,7 +100,9 @@ def _start_worker(gradebook, scratch, environment):
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
     kernel = sandbox.install_grading_kernel(
         mine / "jupyter", [course.REPO / "solutions", course.course_dir(), mine / "db"])
-    _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel)
+    (mine / "run").mkdir()
+    _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
+                      ipc_prefix=mine / "run" / "kernel-ipc")
 
 
 def _grade_one(lab, student):

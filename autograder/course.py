@@ -29,12 +29,14 @@ def load_config():
     return PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
 
 
-def api(db_url=None, kernel_name=None):
+def api(db_url=None, kernel_name=None, ipc_prefix=None):
     """nbgrader's Python API on this course (about 1 s per notebook instead of 4 s per CLI call).
 
     ``db_url`` replaces the course gradebook (a parallel worker grades into its own copy);
-    ``kernel_name`` runs notebooks in that kernel, over Jupyter's IPC transport (the sandboxed
-    grading kernel of ``autograder.sandbox``), whatever kernel the notebook names.
+    ``kernel_name`` runs notebooks in that kernel, whatever kernel the notebook names, over
+    Jupyter's IPC transport with sockets at ``ipc_prefix``-<port> (the sandboxed grading kernel of
+    ``autograder.sandbox``: it has no network, and starts in another folder, so the prefix must be
+    an absolute path).
     """
     course = course_dir()
     course.mkdir(parents=True, exist_ok=True)
@@ -47,6 +49,7 @@ def api(db_url=None, kernel_name=None):
     if kernel_name:
         config.Execute.kernel_name = kernel_name
         config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(ipc_prefix)
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

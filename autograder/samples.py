@@ -16,12 +16,14 @@ from autograder.runner import source_notebook
 
 KINDS = ("full", "untouched", "bug", "loops", "no_test")
 
-# lab -> (fill-in cell id, text in its solution, replacement): one plausible slip per lab
+# lab -> (fill-in cell id, code in its solution block, replacement): one plausible slip per lab
 BUGS = {
-    "lab1_learning": ("softmax_loss_grad", "- I_y", "+ I_y"),
-    "lab2_graphs": ("toposort", "reversed(", "list("),
-    "lab3_autodiff": ("backward_pass", "reversed(", "list("),
-    "lab4_framework": ("session_run", "toposort", "reachable"),
+    "lab1_learning": ("softmax_loss_grad", "-= 1.0", "+= 1.0"),                # sign of I_y
+    "lab2_graphs": ("toposort", "if waiting[reader] == 0:",                      # a node queued
+                    "if waiting[reader] < len(reader.parents):"),               # too early
+    "lab3_autodiff": ("backward_pass", "reversed(mini.toposort(end_node))",      # forward order
+                      "mini.toposort(end_node)"),
+    "lab4_framework": ("session_run", "toposort", "reachable"),                 # no order at all
     "lab5_kernels": ("matmul_tiled", "cuda.syncthreads()", "pass"),
 }
 
@@ -34,9 +36,11 @@ def make(kind, lab, release_folder):
     if kind == "bug":
         grade_id, old, new = BUGS[lab]
         cell = _cell(nb, grade_id)
-        if old not in cell.source:
-            raise ValueError(f"samples.BUGS[{lab!r}] expects {old!r} in cell {grade_id!r}")
-        cell.source = cell.source.replace(old, new, 1)
+        head, marker, answer = cell.source.partition("### BEGIN SOLUTION")
+        if old not in answer:
+            raise ValueError(f"samples.BUGS[{lab!r}] expects {old!r} in the solution of cell "
+                             f"{grade_id!r}")
+        cell.source = head + marker + answer.replace(old, new, 1)
     elif kind == "loops":
         cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
                     and "### BEGIN SOLUTION" in c.source)

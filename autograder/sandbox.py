@@ -47,6 +47,9 @@ def sandboxed(command, hidden, keep=None):
     """
     if not isolation_available():
         return command
+    hidden = [Path(folder) for folder in hidden]
+    hidden = [folder for folder in hidden       # a folder inside a hidden one is hidden already
+              if not any(other != folder and folder.is_relative_to(other) for other in hidden)]
     script = ""
     if keep:
         script += f'stash=$(mktemp -d) && mount --bind "{keep}" "$stash" && '

@@ -1,0 +1,561 @@
+"""Hidden checks of lab 2 (computation graphs: wiring nodes, topological order, evaluation, quiz).
+
+Graphs are drawn at grading time from the seed as a plain *spec* (names, primitives, constants,
+parent names), and each half of a check builds its own :class:`mini.graph.Node` objects from it, so
+the student's code can never change the graph the expected answer is computed on.  Expected values
+come from mini's reference (``mini.graph.toposort``, ``mini.graph.evaluate``,
+``mini.backward_pass``), never from numbers written here.
+
+A topological order is not unique, so a toposort check does not compare orders: the call side
+turns the student's order into a per-node report ("once, after all of its parents", "missing",
+"before its parent v07", ...) and the expected side writes the same report for mini's order.
+Checks of ``evaluate`` give it a correct ``toposort``, so that a wrong toposort does not cost the
+points of evaluate too.  The call side (which runs in the grading worker) uses only the small
+stand-ins below, not ``mini.graph``'s functions, which the runner may switch off while lab 2 is graded.
+"""
+import collections
+import contextlib
+import signal
+import threading
+
+import numpy as np
+
+import mini
+from mini import graph as _graph
+from autograder.checks import Case
+
+# Switched off in the grading worker while lab 2 is graded (autograder.guard).  The references
+# below are taken at import, before that happens; they run only on the expected side, in the
+# grader's process.
+REFERENCE = ("mini.graph.toposort", "mini.toposort", "mini.graph.evaluate", "mini.evaluate")
+
+_reference_toposort = _graph.toposort
+_reference_evaluate = _graph.evaluate
+_reference_reachable = _graph.reachable
+_reference_backward_pass = mini.backward_pass
+
+TIME_LIMIT_S = 10
+OK = "once, after all of its parents"
+RAISED_AS_ASKED = "raised CycleError naming a node on the cycle"
+
+# ---------------------------------------------------------------------------------------------
+# Graph specs and building them
+# ---------------------------------------------------------------------------------------------
+# A spec is a list of entries, inputs first:
+#   {"name": "v00", "value": array}                                              an input
+#   {"name": "v05", "fun": "add", "args": [None, 0.5], "parents": ["v01"], "argnums": [0],
+#    "kwargs": {}}                                                                an operation
+# with args holding constants at the positions that are not parents.
+
+UNARY = ("tanh", "sigmoid", "negative", "relu")
+BINARY = ("add", "subtract", "multiply", "maximum")
+
+
+def build(spec, values=True):
+    """{name: Node} for a spec; inputs carry their value when ``values`` is true."""
+    nodes = {}
+    for entry in spec:
+        if "fun" not in entry:
+            nodes[entry["name"]] = _graph.Node(np.array(entry["value"]) if values else None,
+                                               name=entry["name"])
+        else:
+            nodes[entry["name"]] = _graph.Node(
+                None, getattr(mini, entry["fun"]), tuple(entry["args"]), dict(entry["kwargs"]),
+                parents=[nodes[p] for p in entry["parents"]], parent_argnums=entry["argnums"],
+                name=entry["name"])
+    return nodes
+
+
+def _operation(rng, name, candidates, values):
+    """One random operation reading earlier nodes (recent ones more often); keeps values small."""
+    def pick():
+        weights = np.arange(1, len(candidates) + 1, dtype=float) ** 2
+        return candidates[int(rng.choice(len(candidates), p=weights / weights.sum()))]
+
+    kind = rng.choice(["unary", "binary", "same", "constant", "reduce"], p=[.25, .4, .05, .2, .1])
+    if kind == "unary":
+        entry = dict(fun=str(rng.choice(UNARY)), args=[None], parents=[pick()], argnums=[0])
+    elif kind == "binary":
+        a, b = pick(), pick()
+        entry = dict(fun=str(rng.choice(BINARY)), args=[None, None], parents=[a, b],
+                     argnums=[0, 1])
+    elif kind == "same":                   # x * x: the same parent twice, two edges
+        a = pick()
+        entry = dict(fun="multiply", args=[None, None], parents=[a, a], argnums=[0, 1])
+    elif kind == "constant":               # a number written into the operation, as 1.5 * x1
+        c = round(float(rng.uniform(-2, 2)), 2)
+        position = int(rng.integers(0, 2))
+        args = [c, c]
+        args[position] = None
+        entry = dict(fun=str(rng.choice(["add", "multiply", "subtract"])), args=args,
+                     parents=[pick()], argnums=[position])
+    else:                                  # keyword arguments, as the primitives' axis=...
+        a = pick()
+        entry = dict(fun=str(rng.choice(["sum", "mean"])), args=[None], parents=[a], argnums=[0],
+                     kwargs={"axis": 0, "keepdims": True})
+        if np.ndim(values[a]) == 0:        # nothing to reduce over in a single number
+            entry = dict(fun="tanh", args=[None], parents=[a], argnums=[0])
+    entry = {"name": name, "kwargs": {}, **entry}
+    value = _compute(entry, values)
+    if not np.all(np.abs(value) < 20):     # squash instead, so no value runs away
+        entry = {"name": name, "fun": "tanh", "args": [None], "parents": [entry["parents"][0]],
+                 "argnums": [0], "kwargs": {}}
+        value = _compute(entry, values)
+    values[name] = value
+    return entry
+
+
+def _compute(entry, values):
+    args = list(entry["args"])
+    for argnum, parent in zip(entry["argnums"], entry["parents"]):
+        args[argnum] = values[parent]
+    return getattr(mini, entry["fun"])(*args, **entry["kwargs"])
+
+
+def random_dag(rng, n_inputs, n_operations, chain=False, vectors=False):
+    """A random DAG spec; ``chain=True`` makes operation i read operation i - 1 (one long path,
+    hence one valid order) and one of them square the one before; ``vectors=True`` makes every input a vector of 2 to 4 numbers.
+    Returns (spec, end node name)."""
+    width = int(rng.integers(2 if vectors else 1, 5))
+    spec, values = [], {}
+    for i in range(n_inputs):
+        name = f"v{i:02d}"
+        vector = vectors or rng.random() < 0.7
+        value = rng.standard_normal(width) if vector else rng.standard_normal()
+        spec.append({"name": name, "value": np.asarray(value)})
+        values[name] = np.asarray(value)
+    square_at = int(rng.integers(n_inputs, n_inputs + n_operations))
+    for i in range(n_inputs, n_inputs + n_operations):
+        name = f"v{i:02d}" if n_inputs + n_operations <= 100 else f"v{i:05d}"
+        entry = _operation(rng, name, [e["name"] for e in spec], values)
+        if chain and i == square_at:       # x * x on the path: a node reading one parent twice
+            previous = spec[-1]["name"]
+            entry = {"name": name, "fun": "multiply", "args": [None, None], "kwargs": {},
+                     "parents": [previous, previous], "argnums": [0, 1]}
+            values[name] = _compute(entry, values)
+        elif chain and spec[-1]["name"] not in entry["parents"]:
+            entry = {"name": name, "fun": "add", "args": [None, None], "kwargs": {},
+                     "parents": [spec[-1]["name"], entry["parents"][0]], "argnums": [0, 1]}
+            values[name] = _compute(entry, values)
+        spec.append(entry)
+    return spec, spec[-1]["name"]
+
+
+def _parents_of(spec):
+    return {e["name"]: list(e.get("parents", ())) for e in spec}
+
+
+def _ancestors(spec, name):
+    parents, seen, stack = _parents_of(spec), {name}, [name]
+    while stack:
+        for parent in parents[stack.pop()]:
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports: what an order or a raised error says, in words
+# ---------------------------------------------------------------------------------------------
+
+def order_report(order, nodes, end_name):
+    """Per reachable node: appears once, after all of its parents?  Plus what else the order holds.
+
+    ``order`` is a list of Nodes (toposort) or of names (the quiz); ``nodes`` is {name: Node}.
+    """
+    if not isinstance(order, (list, tuple)):
+        raise TypeError(f"expected a list, got {type(order).__name__} {order!r:.80}")
+    name_of = {id(node): name for name, node in nodes.items()}
+    listed = []
+    for item in order:
+        if isinstance(item, str) and item in nodes:
+            listed.append(item)
+        elif id(item) in name_of:
+            listed.append(name_of[id(item)])
+        else:
+            listed.append(None)
+    wanted = _standin_reachable(nodes[end_name])
+    first, counts = {}, collections.Counter(listed)
+    for position, name in enumerate(listed):
+        first.setdefault(name, position)
+    report = {}
+    for node in wanted:
+        name = name_of[id(node)]
+        count = counts[name]
+        late = [name_of[id(p)] for p in node.parents if first.get(name_of[id(p)], -1) > first.get(name, -1)]
+        if count == 0:
+            report[f"node {name}"] = "missing"
+        elif count > 1:
+            report[f"node {name}"] = f"listed {count} times"
+        elif late:
+            report[f"node {name}"] = f"before its parent {late[0]}"
+        else:
+            report[f"node {name}"] = OK
+    wanted_names = {name_of[id(node)] for node in wanted}
+    extra = [name for name in listed if name is not None and name not in wanted_names]
+    strangers = sum(name is None for name in listed)
+    report["other items"] = ", ".join(
+        ([f"{', '.join(extra)} (not needed by the end node)"] if extra else [])
+        + ([f"{strangers} item(s) that are not nodes of this graph"] if strangers else [])) or "none"
+    return report
+
+
+def cycle_report(toposort, end, on_cycle):
+    """What ``toposort(end)`` did on a graph with a cycle, in words."""
+    try:
+        with _time_limit(TIME_LIMIT_S, "toposort on a graph with a cycle"):
+            order = toposort(end)
+    except Exception as error:  # the error is what is being checked
+        message = str(error)
+        if type(error).__name__ != "CycleError":
+            return f"raised {type(error).__name__} (expected CycleError): {message[:300]}"
+        if not any(name in message for name in on_cycle):
+            return (f"raised CycleError, but its message names no node on the cycle "
+                    f"({', '.join(sorted(on_cycle))}): {message[:300]!r}")
+        return RAISED_AS_ASKED
+    return f"returned {type(order).__name__} of {len(order) if hasattr(order, '__len__') else '?'} " \
+           "items instead of raising CycleError"
+
+
+@contextlib.contextmanager
+def _time_limit(seconds, what):
+    """Raise TimeoutError in the main thread after ``seconds`` (a loop that never ends, e.g. a sort
+    that revisits nodes forever on a cycle).  Does nothing where a timer is already in use."""
+    usable = (threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+              and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None))
+    if not usable:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TimeoutError(f"{what} did not finish within {seconds} s: does the loop ever end? "
+                           "(a node must be put in the queue only when all of its inputs are "
+                           "processed, and only once)")
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stand-ins for the call side: a correct toposort and evaluate in a few lines each
+# ---------------------------------------------------------------------------------------------
+
+def _standin_reachable(end):
+    seen, stack = {id(end): end}, [end]
+    while stack:
+        for parent in stack.pop().parents:
+            if id(parent) not in seen:
+                seen[id(parent)] = parent
+                stack.append(parent)
+    return list(seen.values())
+
+
+def _standin_toposort(end):
+    """Depth-first, iterative; a different method from mini's, the same kind of answer."""
+    order, done, stack = [], set(), [(end, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        if expanded:
+            done.add(id(node))
+            order.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((parent, False) for parent in reversed(node.parents))
+    return order
+
+
+def _standin_evaluate(end):
+    for node in _standin_toposort(end):
+        if node.fun is not None:
+            args = list(node.args)
+            for argnum, parent in zip(node.parent_argnums, node.parents):
+                args[argnum] = parent.value
+            node.value = node.fun(*args, **node.kwargs)
+    return end.value
+
+
+# ---------------------------------------------------------------------------------------------
+# toposort
+# ---------------------------------------------------------------------------------------------
+
+def _toposort_case(spec, end, what):
+    def call(student):
+        nodes = build(spec)
+        with _time_limit(TIME_LIMIT_S, "toposort"):
+            order = student.toposort(nodes[end])
+        return order_report(order, nodes, end)
+
+    def expected():
+        nodes = build(spec)
+        return order_report(_reference_toposort(nodes[end]), nodes, end)
+    return Case(what=what, call=call, expected=expected,
+                hint="every node the end node depends on must appear exactly once, after all of its "
+                     "parents (its inputs), and nothing else may appear; a node can list the same "
+                     "parent twice (x * x), and a node read by several others is still listed once")
+
+
+def check_toposort_random_dag(rng):
+    spec, end = random_dag(rng, int(rng.integers(1, 4)), int(rng.integers(5, 30)))
+    reachable = len(_ancestors(spec, end))
+    return _toposort_case(spec, end, f"toposort(end) on a random graph of {len(spec)} nodes, "
+                                     f"{reachable} of which the end node depends on")
+
+
+def check_toposort_one_path(rng):
+    spec, end = random_dag(rng, 1, int(rng.integers(5, 30)), chain=True)
+    return _toposort_case(spec, end, f"toposort(end) on a random graph of {len(spec)} nodes with "
+                                     "only one valid order (each node reads the one before; one "
+                                     "of them reads it twice, as x * x)")
+
+
+def check_toposort_long_chain(rng):
+    length = int(rng.integers(3000, 5000))
+    spec = [{"name": "v00000", "value": np.asarray(1.0)}]
+    for i in range(1, length):
+        spec.append({"name": f"v{i:05d}", "fun": "add", "args": [None, 1.0], "kwargs": {},
+                     "parents": [spec[-1]["name"]], "argnums": [0]})
+    return _toposort_case(spec, spec[-1]["name"],
+                          f"toposort(end) on a chain of {length} nodes (a recursive sort exceeds "
+                          "Python's recursion limit here; the queue procedure is a loop)")
+
+
+def check_toposort_cycle(rng):
+    spec, end = random_dag(rng, int(rng.integers(1, 3)), int(rng.integers(5, 20)), chain=True)
+    names = [e["name"] for e in spec if "fun" in e]
+    # close a cycle: an early operation a now also reads a later one b that depends on it
+    i = int(rng.integers(0, len(names) - 1))
+    j = int(rng.integers(i + 1, len(names)))
+    a, b = names[i], names[j]
+    descendants_of_a = {n for n in names if a in _ancestors(spec, n)}
+    on_cycle = sorted(descendants_of_a & _ancestors(spec, b))
+
+    def cyclic():
+        nodes = build(spec, values=False)
+        nodes[a].parents = nodes[a].parents + (nodes[b],)
+        nodes[a].parent_argnums = nodes[a].parent_argnums + (len(nodes[a].args),)
+        return nodes
+
+    return Case(what=f"toposort(end) on a graph of {len(spec)} nodes in which {len(on_cycle)} "
+                     f"nodes form a cycle",
+                call=lambda student: cycle_report(student.toposort, cyclic()[end], on_cycle),
+                expected=lambda: cycle_report(_reference_toposort, cyclic()[end], on_cycle),
+                hint="when the queue runs dry before every node is processed, the rest are on a "
+                     "cycle or depend on one: raise CycleError, and find a node ON the cycle by "
+                     "walking from a left-over node to a left-over parent until a node repeats")
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluate
+# ---------------------------------------------------------------------------------------------
+
+def _values(nodes, end):
+    return {f"node {node.name}": node.value for node in _standin_reachable(nodes[end])}
+
+
+def _evaluate_case(spec, end, what, stale=False):
+    def fresh(new_inputs):
+        nodes = build(spec)
+        if stale:       # evaluate once with other inputs, so operation nodes hold old values
+            _standin_evaluate(nodes[end])
+            for entry in spec:
+                if "fun" not in entry:
+                    nodes[entry["name"]].value = new_inputs[entry["name"]]
+        return nodes
+
+    new_inputs = {e["name"]: np.asarray(e["value"]) * 0.5 + 0.25 for e in spec if "fun" not in e}
+
+    def call(student):
+        nodes = fresh(new_inputs)
+        with student.using(toposort=_standin_toposort):
+            returned = student.evaluate(nodes[end])
+        return {"returned value": returned, **_values(nodes, end)}
+
+    def expected():
+        nodes = build(spec)
+        if stale:
+            for name, value in new_inputs.items():
+                nodes[name].value = value
+        returned = _reference_evaluate(nodes[end])
+        return {"returned value": returned, **_values(nodes, end)}
+    return Case(what=what, call=call, expected=expected, rtol=1e-9, atol=1e-12,
+                hint="in toposort's order, compute each operation node as node.fun(*args, "
+                     "**node.kwargs), where args is a copy of node.args with parents[k].value put "
+                     "at position parent_argnums[k]; store it in node.value; leave inputs (fun is "
+                     "None) as they are; return the end node's value")
+
+
+def _evaluation_dag(rng):
+    """A random DAG whose end node surely uses keyword arguments and depends on an input:
+    ..., r = mean(last, axis=0, keepdims=True), end = r + v00."""
+    spec, last = random_dag(rng, int(rng.integers(1, 4)), int(rng.integers(4, 25)), vectors=True)
+    n = len(spec)
+    spec.append({"name": f"v{n:02d}", "fun": "mean", "args": [None], "parents": [last],
+                 "argnums": [0], "kwargs": {"axis": 0, "keepdims": True}})
+    spec.append({"name": f"v{n + 1:02d}", "fun": "add", "args": [None, None], "kwargs": {},
+                 "parents": [f"v{n:02d}", "v00"], "argnums": [0, 1]})
+    return spec, spec[-1]["name"]
+
+
+def check_evaluate_random_dag(rng):
+    spec, end = _evaluation_dag(rng)
+    return _evaluate_case(spec, end, f"evaluate(end) on a random graph of {len(spec)} nodes "
+                                     "(with numbers and keyword arguments inside some operations)")
+
+
+def check_evaluate_recomputes(rng):
+    spec, end = _evaluation_dag(rng)
+    return _evaluate_case(spec, end, f"evaluate(end) on a random graph of {len(spec)} nodes whose "
+                                     "inputs changed since the last evaluation (operation nodes "
+                                     "still hold old values)", stale=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The running example, f = x1 + exp(1.5 x1 + 2.0 x2) (L05 slides 13-19)
+# ---------------------------------------------------------------------------------------------
+
+RUNNING_EXAMPLE = [  # name, primitive, args with None where a parent goes, parents
+    ("x3", "multiply", (1.5, None), ("x1",)),
+    ("x4", "multiply", (2.0, None), ("x2",)),
+    ("x5", "add", (None, None), ("x3", "x4")),
+    ("x6", "exp", (None,), ("x5",)),
+    ("x7", "add", (None, None), ("x1", "x6")),
+]
+
+
+def running_example(x1, x2):
+    nodes = {"x1": _graph.Node(x1, name="x1"), "x2": _graph.Node(x2, name="x2")}
+    for name, fun, args, parents in RUNNING_EXAMPLE:
+        nodes[name] = _graph.Node(None, getattr(mini, fun), args, parents=[nodes[p] for p in parents],
+                                  parent_argnums=[i for i, a in enumerate(args) if a is None],
+                                  name=name)
+    return nodes
+
+
+def _primitive_name(fun):
+    if fun is None:
+        return "none (an input node)"
+    name = getattr(fun, "__name__", type(fun).__name__)
+    if getattr(mini, name, None) is fun:
+        return f"mini.{name}"
+    return f"{name!r}, which is not one of mini's primitives"
+
+
+def describe_example(nodes, evaluate):
+    if not isinstance(nodes, dict):
+        raise TypeError(f"build_running_example should return a dict {{'x1': Node, ..., "
+                        f"'x7': Node}}, got {type(nodes).__name__}")
+    missing = [f"x{i}" for i in range(1, 8) if not isinstance(nodes.get(f"x{i}"), _graph.Node)]
+    if missing:
+        raise TypeError(f"build_running_example's dict has no Node for {', '.join(missing)} "
+                        f"(its keys: {sorted(map(str, nodes))})")
+    evaluate(nodes["x7"])
+    names = {id(node): key for key, node in nodes.items()}
+    described = {}
+    for i in range(1, 8):
+        node = nodes[f"x{i}"]
+        described[f"x{i}"] = {
+            "name": str(node.name),
+            "fun": _primitive_name(node.fun),
+            "reads": ", ".join(sorted(names.get(id(p), f"a node outside the dict ({p.name})")
+                                      for p in node.parents)) or "nothing",
+            "value": node.value,
+        }
+    return described
+
+
+def _running_example_case(x1, x2):
+    return Case(what=f"build_running_example({x1:.3g}, {x2:.3g}), then evaluated (by a correct "
+                     "evaluate)",
+                call=lambda student: describe_example(student.build_running_example(x1, x2),
+                                                      _standin_evaluate),
+                expected=lambda: describe_example(running_example(x1, x2), _reference_evaluate),
+                rtol=1e-9, atol=1e-12,
+                hint="x3 = 1.5 * x1, x4 = 2.0 * x2, x5 = x3 + x4, x6 = exp(x5), x7 = x1 + x6, each a "
+                     "Node named after its key whose fun is mini.multiply, mini.add or mini.exp; "
+                     "put None in args where a parent's value goes and list those positions in "
+                     "parent_argnums; x1 and x2 are inputs holding the given values")
+
+
+def check_running_example(rng):
+    return _running_example_case(float(rng.uniform(-2, 3)), float(rng.uniform(-1, 1)))
+
+
+def check_running_example_again(rng):
+    return _running_example_case(float(rng.uniform(-3, 2)), float(rng.uniform(-1.5, 1.5)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The quiz graph (the notebook builds the same graph in its quiz section)
+# ---------------------------------------------------------------------------------------------
+
+QUIZ_INPUTS = {"a": 2.0, "b": 3.0}
+QUIZ_OPERATIONS = [  # name, primitive, parents
+    ("c", "multiply", ("a", "b")),
+    ("d", "add", ("a", "b")),
+    ("e", "multiply", ("c", "d")),
+    ("f", "add", ("e", "b")),
+]
+
+
+def quiz_graph():
+    nodes = {name: _graph.Node(value, name=name) for name, value in QUIZ_INPUTS.items()}
+    for name, fun, parents in QUIZ_OPERATIONS:
+        nodes[name] = _graph.Node(None, getattr(mini, fun), (None,) * len(parents),
+                                  parents=[nodes[p] for p in parents],
+                                  parent_argnums=range(len(parents)), name=name)
+    return nodes
+
+
+QUIZ_END = QUIZ_OPERATIONS[-1][0]
+
+
+def check_quiz_graph(rng):
+    def expected():
+        nodes = quiz_graph()
+        reachable = _reference_reachable(nodes[QUIZ_END])
+        order = [node.name for node in _reference_toposort(nodes[QUIZ_END])]
+        return {"quiz_nodes": len(reachable),
+                "quiz_edges": sum(len(node.parents) for node in reachable),
+                "quiz_order": order_report(order, nodes, QUIZ_END)}
+
+    def call(student):
+        return {"quiz_nodes": student.quiz_nodes, "quiz_edges": student.quiz_edges,
+                "quiz_order": order_report(student.quiz_order, quiz_graph(), QUIZ_END)}
+    return Case(what="the quiz answers quiz_nodes, quiz_edges and quiz_order", call=call,
+                expected=expected,
+                hint="count every box of the drawing (inputs too) and every arrow; the order is a "
+                     "list of node names in which each node comes after the nodes it reads")
+
+
+def check_quiz_values(rng):
+    def expected():
+        nodes = quiz_graph()
+        _reference_evaluate(nodes[QUIZ_END])
+        grads = _reference_backward_pass(1.0, nodes[QUIZ_END])
+        return {"quiz_value_e": nodes["e"].value, "quiz_grad_a": grads[nodes["a"]]}
+
+    return Case(what="the quiz answers quiz_value_e and quiz_grad_a",
+                call=lambda student: {"quiz_value_e": student.quiz_value_e,
+                                      "quiz_grad_a": student.quiz_grad_a},
+                expected=expected, rtol=1e-9, atol=1e-12,
+                hint="evaluate the nodes in order for e; for df/da, a reaches f along two paths "
+                     "(through c and through d): multiply the local derivatives along each path "
+                     "and ADD the two paths")
+
+
+CHECKS = {
+    "build_running_example": [check_running_example, check_running_example_again],
+    "toposort": [check_toposort_random_dag, check_toposort_one_path, check_toposort_long_chain,
+                 check_toposort_cycle],
+    "evaluate": [check_evaluate_random_dag, check_evaluate_recomputes],
+    "quiz_graph": [check_quiz_graph],
+    "quiz_values": [check_quiz_values],
+}
