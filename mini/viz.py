@@ -17,6 +17,23 @@ from matplotlib.patches import FancyArrowPatch
 
 from mini.graph import Node, toposort
 
+
+def _display_in_notebooks():
+    """Figures made without pyplot have no display hook in Jupyter until pyplot has drawn once;
+    register one, so that a returned figure shows as a picture in a fresh kernel too."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import print_figure
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(
+            Figure, lambda figure: print_figure(figure, "png", bbox_inches="tight"))
+
+
+_display_in_notebooks()
+
 FONT_SIZE = 8
 CHAR_WIDTH = 0.6 * FONT_SIZE / 72     # inches per character of the monospace font
 LINE_HEIGHT = 1.25 * FONT_SIZE / 72   # inches per line of text
