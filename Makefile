@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/python -m mini.demo
+	$(BIN)/python -m autograder demo
 
 # One BLAS thread per test process: two xdist workers share the two cores.
 test: setup

@@ -42,7 +42,8 @@ class Limits:
     worker_seconds: float = 300.0    # one worker process, wall clock
     memory_bytes: int = 4 * 2**30    # address space
     file_bytes: int = 64 * 2**20     # largest file the worker may write
-    processes: int = 64
+    processes: int = 512             # processes AND threads: the CUDA simulator runs a thread
+    #                                  per CUDA thread of a block
     output_chars: int = 20_000       # what the student printed, kept for the report
 
 
@@ -320,6 +321,7 @@ def _worker_environment(scratch):
                                              "MINI_CUDA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
             if key in os.environ}
     return {**keep, "HOME": str(scratch), "TMPDIR": str(scratch), "MPLBACKEND": "Agg",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
             "NUMBA_CACHE_DIR": str(scratch / "numba")}
 

@@ -198,7 +198,7 @@ def _difference(got, expected, rtol, atol, path="the result"):
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         where = f" at index {index}" if index else ""
-        return (f"{path} is wrong{where}: expected {expected[index]:.6g}, got {got[index]:.6g} "
+        return (f"{path} is wrong{where}: expected {expected[index]:.10g}, got {got[index]:.10g} "
                 f"({int(bad.sum())} of {bad.size} entries differ)")
     return None
 

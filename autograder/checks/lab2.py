@@ -175,7 +175,7 @@ def order_report(order, nodes, end_name):
             listed.append(name_of[id(item)])
         else:
             listed.append(None)
-    wanted = _standin_reachable(nodes[end_name])
+    wanted = _graph.reachable(nodes[end_name])
     first, counts = {}, collections.Counter(listed)
     for position, name in enumerate(listed):
         first.setdefault(name, position)
@@ -245,16 +245,6 @@ def _time_limit(seconds, what):
 # ---------------------------------------------------------------------------------------------
 # Stand-ins for the call side: a correct toposort and evaluate in a few lines each
 # ---------------------------------------------------------------------------------------------
-
-def _standin_reachable(end):
-    seen, stack = {id(end): end}, [end]
-    while stack:
-        for parent in stack.pop().parents:
-            if id(parent) not in seen:
-                seen[id(parent)] = parent
-                stack.append(parent)
-    return list(seen.values())
-
 
 def _standin_toposort(end):
     """Depth-first, iterative; a different method from mini's, the same kind of answer."""
@@ -357,7 +347,7 @@ def check_toposort_cycle(rng):
 # ---------------------------------------------------------------------------------------------
 
 def _values(nodes, end):
-    return {f"node {node.name}": node.value for node in _standin_reachable(nodes[end])}
+    return {f"node {node.name}": node.value for node in _graph.reachable(nodes[end])}
 
 
 def _evaluate_case(spec, end, what, stale=False):
