@@ -5,6 +5,7 @@ and Jupyter's own config/data/runtime folders are pointed inside it, so grading 
 user's home folder.
 """
 import os
+import sys
 from pathlib import Path
 
 from autograder.checks import LABS
@@ -24,6 +25,14 @@ def isolate_jupyter(folder):
         os.environ.setdefault(variable, str(Path(folder) / ".jupyter" / sub))
 
 
+def find_nbgrader_tools():
+    """nbgrader runs ``alembic`` as a command: put this interpreter's ``bin/`` (the virtualenv's)
+    on PATH, so that ``.venv/bin/python -m autograder`` works without activating the venv."""
+    tools = str(Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
+
+
 def load_config():
     from traitlets.config.loader import PyFileConfigLoader
     return PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
@@ -41,6 +50,7 @@ def api(db_url=None, kernel_name=None, ipc_prefix=None):
     course = course_dir()
     course.mkdir(parents=True, exist_ok=True)
     isolate_jupyter(course)
+    find_nbgrader_tools()
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     config = load_config()

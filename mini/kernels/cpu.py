@@ -1,0 +1,282 @@
+"""Numba kernels for the CPU: map, zip, reduce and a blocked matmul (float32 and float64).
+
+Each kernel is a plain loop that ``@njit`` compiles to machine code, split over the CPU's cores by
+``prange``.  Three ideas from the lecture make them fast:
+
+* **contiguous inner loops**: the innermost loop walks memory with stride 1, so LLVM turns it into
+  SIMD instructions (8 float32 per AVX2 instruction) and the hardware prefetcher can stream it;
+* **blocking (tiling)**: work is cut into pieces whose data fits in cache, so that it is read from
+  RAM once and reused from cache many times;
+* **register tiles**: the matmul computes a 4 x 4 block of C at once, so every value loaded from
+  memory is used 4 times.
+
+``map_kernel(fn)``, ``zip_kernel(fn)`` (and ``zip_broadcast_kernel``) and ``reduce_kernel(fn)`` are
+higher-order, as in the lecture: they take a scalar function and return a compiled kernel.  ``fn``
+is a numpy ufunc used on scalars (``np.exp``, ``np.add``, ...) or an ``@njit`` function.  Numba can
+cache a kernel on disk (``cache=True``) only when it can name ``fn`` the same way in the next
+Python session: a ufunc it can, an ``@njit`` function it cannot, so those kernels are compiled
+again in every session.
+
+The host functions ``map``, ``zip``, ``reduce`` and ``matmul`` take and return numpy arrays.
+"""
+import numpy as np
+from numba import njit, prange
+
+# reduce and matmul let LLVM reorder sums (to split them over SIMD lanes) and matmul fuses a*b+c
+# into one FMA; unlike fastmath=True this keeps inf and nan behaving as in numpy.  map and zip do
+# without: one rounding per operation, as numpy does, so their results equal numpy's exactly.
+REORDER_SUMS = {"reassoc"}
+FASTMATH = {"reassoc", "contract"}
+BLOCK = 4096         # elements per task in reduce and broadcasting zip: enough to hide its cost
+ROWS_PER_TASK = 32   # matmul: rows of C per parallel task ...
+COLS_PER_TASK = 64   # ... and columns: the task's K_CHUNK x 64 block of B^T (256 KB) stays in L2
+K_CHUNK = 1024       # matmul: 4 rows of A and 4 of B^T, K_CHUNK long (32 KB of float32), fit L1
+PACK = 16            # matmul: side of the square blocks in which B is transposed
+
+# The scalar functions the backend needs: numpy ufuncs work on scalars inside @njit code.
+exp, log, tanh = np.exp, np.log, np.tanh
+add, subtract, multiply, divide, maximum = np.add, np.subtract, np.multiply, np.divide, np.maximum
+
+_compiled = {}
+
+
+def _jit(key, fn, make, fastmath=False):
+    """Compile ``make(fn)`` once per (kernel kind, fn); cache on disk only when fn is a ufunc."""
+    if (key, fn) not in _compiled:
+        if not (isinstance(fn, np.ufunc) or hasattr(fn, "py_func")):
+            raise TypeError(f"{key}_kernel(fn): fn must be a numpy ufunc or an @njit function, "
+                            f"got {fn!r}")
+        options = dict(parallel=True, fastmath=fastmath, error_model="numpy",
+                       cache=isinstance(fn, np.ufunc))
+        _compiled[key, fn] = njit(**options)(make(fn))
+    return _compiled[key, fn]
+
+
+# ---------------------------------------------------------------------------------------------
+# map: out[i] = fn(x[i])
+# ---------------------------------------------------------------------------------------------
+
+def map_kernel(fn):
+    """A parallel kernel ``kernel(x, out)`` with ``out[i] = fn(x[i])`` for flat arrays x, out."""
+    def make(fn):
+        def kernel(x, out):
+            for i in prange(x.size):
+                out[i] = fn(x[i])
+        return kernel
+    return _jit("map", fn, make)
+
+
+def map(fn, x):  # noqa: A001 (the lecture's name)
+    """fn applied to every element of the float array ``x``; same shape and dtype."""
+    x = np.asarray(x, order="C")
+    out = np.empty_like(x)
+    map_kernel(fn)(x.reshape(-1), out.reshape(-1))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# zip: out[index] = fn(x[index], y[index]) with numpy broadcasting
+# ---------------------------------------------------------------------------------------------
+
+def zip_kernel(fn):
+    """A parallel kernel ``kernel(x, y, out)`` with ``out[i] = fn(x[i], y[i])`` for flat arrays.
+
+    The common case, x and y of one shape, needs no index arithmetic at all: the loop is as
+    simple as map's, and as fast."""
+    def make(fn):
+        def kernel(x, y, out):
+            for i in prange(out.size):
+                out[i] = fn(x[i], y[i])
+        return kernel
+    return _jit("zip", fn, make)
+
+
+def zip_broadcast_kernel(fn):
+    """A parallel kernel ``kernel(x, x_strides, y, y_strides, out, out_shape)`` for broadcasting.
+
+    ``out`` is the flat C-ordered output of shape ``out_shape``; ``x`` and ``y`` are flat too, and
+    ``x_strides[axis]`` says how far to step in ``x`` when the output index moves by one along
+    ``axis``: 0 along an axis that x is broadcast over.  Output row ``r`` (all axes but the last)
+    starts in x at ``sum(index[axis] * x_strides[axis])``; along the row x moves by
+    ``x_strides[-1]``.  Each task does one block of one row, so even a single long row is split.
+    """
+    def make(fn):
+        def kernel(x, x_strides, y, y_strides, out, out_shape):
+            cols = out_shape[-1]
+            blocks_per_row = (cols + BLOCK - 1) // BLOCK
+            for task in prange(out.size // cols * blocks_per_row):
+                row, block = divmod(np.int64(task), blocks_per_row)
+                x_at, y_at, rest = 0, 0, row
+                for axis in range(len(out_shape) - 2, -1, -1):   # unravel the row number
+                    rest, index = divmod(rest, out_shape[axis])
+                    x_at += index * x_strides[axis]
+                    y_at += index * y_strides[axis]
+                first = block * BLOCK
+                x_at += first * x_strides[-1]
+                y_at += first * y_strides[-1]
+                out_block = out[row * cols + first:row * cols + min(first + BLOCK, cols)]
+                for j in range(out_block.size):
+                    out_block[j] = fn(x[x_at + j * x_strides[-1]], y[y_at + j * y_strides[-1]])
+        return kernel
+    return _jit("zip_broadcast", fn, make)
+
+
+def zip(fn, x, y):  # noqa: A001 (the lecture's name)
+    """fn(x, y) elementwise with numpy broadcasting; x and y are float arrays of one dtype."""
+    x, y = np.asarray(x, order="C"), np.asarray(y, order="C")
+    if x.dtype != y.dtype:
+        raise TypeError(f"zip: x is {x.dtype} and y is {y.dtype}; convert both to one float dtype")
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise ValueError(f"zip: x of shape {x.shape} and y of shape {y.shape} do not broadcast "
+                         "together") from None
+    out = np.empty(shape, x.dtype)
+    if x.shape == y.shape:
+        zip_kernel(fn)(x.reshape(-1), y.reshape(-1), out.reshape(-1))
+    elif out.size:
+        zip_broadcast_kernel(fn)(x.reshape(-1), _element_strides(x, shape), y.reshape(-1),
+                                 _element_strides(y, shape), out.reshape(-1),
+                                 np.array(shape, np.int64))
+    return out
+
+
+def _element_strides(x, shape):
+    """Steps (in elements) through ``x`` broadcast to ``shape``: numpy's strides, 0 if broadcast."""
+    return np.array(np.broadcast_to(x, shape).strides, np.int64) // x.itemsize
+
+
+# ---------------------------------------------------------------------------------------------
+# reduce: out[r] = fn(...fn(fn(start, x[r, 0]), x[r, 1])..., x[r, n-1])
+# ---------------------------------------------------------------------------------------------
+
+def reduce_kernel(fn):
+    """A parallel kernel ``kernel(x, start, out)`` reducing each row of the 2-D ``x`` into ``out``.
+
+    Two levels, like the GPU version: every task reduces one block of BLOCK elements of one row
+    to a partial result (a contiguous loop that LLVM splits across SIMD lanes), then the partial
+    results of each row are reduced in order.  ``start`` is fn's identity (0 for add, -inf for max).
+    """
+    def make(fn):
+        def kernel(x, start, out):
+            rows, n = x.shape
+            blocks = (n + BLOCK - 1) // BLOCK
+            partial = np.empty((rows, blocks), x.dtype)
+            for task in prange(rows * blocks):
+                row, block = divmod(np.int64(task), blocks)
+                part = x[row, block * BLOCK:min(n, (block + 1) * BLOCK)]
+                acc = start
+                for j in range(part.size):
+                    acc = fn(acc, part[j])
+                partial[row, block] = acc
+            for row in range(rows):
+                acc = start
+                for block in range(blocks):
+                    acc = fn(acc, partial[row, block])
+                out[row] = acc
+        return kernel
+    return _jit("reduce", fn, make, fastmath=REORDER_SUMS)
+
+
+def reduce(fn, x, axis=None, start=0.0):
+    """Reduce the float array ``x`` with ``fn`` over ``axis`` (an int, or None for all elements).
+
+    The reduced axis is moved last (a copy when it is not last already), so that every reduction
+    reads contiguous memory: ``reduce(np.add, x, 0)`` equals ``x.sum(0)``.
+    """
+    x = np.asarray(x)
+    if axis is None:
+        rows, kept = x.reshape(1, -1), ()
+    else:
+        moved = np.moveaxis(x, axis, -1)
+        kept = moved.shape[:-1]
+        rows = moved.reshape(int(np.prod(kept)), x.shape[axis])
+    out = np.empty(rows.shape[0], x.dtype)
+    reduce_kernel(fn)(np.ascontiguousarray(rows), x.dtype.type(start), out)
+    return out.reshape(kept) if kept else x.dtype.type(out[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul: C = A B, blocked for the caches, with a 4 x 4 register tile
+# ---------------------------------------------------------------------------------------------
+
+@njit(fastmath=FASTMATH, cache=True)
+def _register_tile(a0, a1, a2, a3, b0, b1, b2, b3, c, i, j):
+    """c[i:i+4, j:j+4] += the 16 dot products of rows a0..a3 of A with rows b0..b3 of B^T.
+
+    The 16 sums live in registers for the whole k loop; per k it loads 8 numbers and does 16
+    multiply-adds.  The loop runs over contiguous memory, so LLVM vectorizes it along k.
+    """
+    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = a0.dtype.type(0)
+    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = a0.dtype.type(0)
+    for k in range(a0.size):
+        x0, x1, x2, x3 = a0[k], a1[k], a2[k], a3[k]
+        y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
+        s00 += x0 * y0; s01 += x0 * y1; s02 += x0 * y2; s03 += x0 * y3  # noqa: E702
+        s10 += x1 * y0; s11 += x1 * y1; s12 += x1 * y2; s13 += x1 * y3  # noqa: E702
+        s20 += x2 * y0; s21 += x2 * y1; s22 += x2 * y2; s23 += x2 * y3  # noqa: E702
+        s30 += x3 * y0; s31 += x3 * y1; s32 += x3 * y2; s33 += x3 * y3  # noqa: E702
+    c0, c1, c2, c3 = c[i], c[i + 1], c[i + 2], c[i + 3]
+    c0[j] += s00; c0[j + 1] += s01; c0[j + 2] += s02; c0[j + 3] += s03  # noqa: E702
+    c1[j] += s10; c1[j + 1] += s11; c1[j + 2] += s12; c1[j + 3] += s13  # noqa: E702
+    c2[j] += s20; c2[j + 1] += s21; c2[j + 2] += s22; c2[j + 3] += s23  # noqa: E702
+    c3[j] += s30; c3[j + 1] += s31; c3[j + 2] += s32; c3[j + 3] += s33  # noqa: E702
+
+
+@njit(parallel=True, cache=True)
+def _pack_transposed(b, rows):
+    """B^T as a C-contiguous (rows, k) array, zero rows below n; copied in PACK x PACK blocks
+    so that both the reads and the writes stay within a few cache lines."""
+    k, n = b.shape
+    bt = np.empty((rows, k), b.dtype)
+    bt[n:] = 0
+    k_blocks = (k + PACK - 1) // PACK
+    for task in prange((n + PACK - 1) // PACK * k_blocks):
+        j0, k0 = task // k_blocks * PACK, task % k_blocks * PACK
+        src = b[k0:k0 + PACK, j0:j0 + PACK]
+        dst = bt[j0:j0 + PACK, k0:k0 + PACK]
+        for j in range(src.shape[1]):
+            for kk in range(src.shape[0]):
+                dst[j, kk] = src[kk, j]
+    return bt
+
+
+@njit(parallel=True, cache=True)
+def matmul_kernel(a, bt):
+    """C = A B from A (m, k) and B^T (n, k), m and n multiples of 4.
+
+    Each parallel task owns a ROWS_PER_TASK x COLS_PER_TASK block of C and walks k in chunks of
+    K_CHUNK; within a chunk, 4 rows of A (in L1) meet every 4 rows of B^T of the block (in L2).
+    """
+    m, k = a.shape
+    n = bt.shape[0]
+    c = np.zeros((m, n), a.dtype)
+    col_tasks = (n + COLS_PER_TASK - 1) // COLS_PER_TASK
+    for task in prange((m + ROWS_PER_TASK - 1) // ROWS_PER_TASK * col_tasks):
+        i0, j0 = task // col_tasks * ROWS_PER_TASK, task % col_tasks * COLS_PER_TASK
+        for k0 in range(0, k, K_CHUNK):
+            k1 = min(k0 + K_CHUNK, k)
+            for i in range(i0, min(i0 + ROWS_PER_TASK, m), 4):
+                a0, a1, a2, a3 = a[i, k0:k1], a[i + 1, k0:k1], a[i + 2, k0:k1], a[i + 3, k0:k1]
+                for j in range(j0, min(j0 + COLS_PER_TASK, n), 4):
+                    _register_tile(a0, a1, a2, a3, bt[j, k0:k1], bt[j + 1, k0:k1],
+                                   bt[j + 2, k0:k1], bt[j + 3, k0:k1], c, i, j)
+    return c
+
+
+def matmul(a, b):
+    """a @ b for 2-D float arrays of one dtype: (m, k) @ (k, n) -> (m, n)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"matmul: a and b must be 2-D, got a {a.shape} and b {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: a {a.shape} and b {b.shape}: a's columns ({a.shape[1]}) "
+                         f"must equal b's rows ({b.shape[0]})")
+    if a.dtype != b.dtype:
+        raise TypeError(f"matmul: a is {a.dtype} and b is {b.dtype}; convert both to one dtype")
+    m, n = a.shape[0], b.shape[1]
+    a = np.ascontiguousarray(a)
+    if m % 4:   # the register tile takes rows of A four at a time: pad A with zero rows
+        a = np.concatenate([a, np.zeros((4 - m % 4, a.shape[1]), a.dtype)])
+    c = matmul_kernel(a, _pack_transposed(b, -(-n // 4) * 4))
+    return c if c.shape == (m, n) else np.ascontiguousarray(c[:m, :n])

@@ -1,0 +1,133 @@
+"""The Numba CPU kernels (mini.kernels.cpu) equal numpy on awkward shapes, float32 and float64."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from mini.kernels import cpu
+
+DTYPES = [np.float32, np.float64]
+SHAPES = [(1,), (17,), (33, 65), (2, 3, 5)]
+RTOL = {np.float32: 2e-6, np.float64: 1e-13}
+
+
+def _random(shape, dtype, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("fn", [np.exp, np.log, np.tanh])
+def test_map_equals_numpy(fn, shape, dtype):
+    x = _random(shape, dtype, 0)
+    if fn is np.log:
+        x = np.abs(x) + dtype(0.1)
+    out = cpu.map(fn, x)
+    assert out.shape == x.shape and out.dtype == x.dtype
+    np.testing.assert_allclose(out, fn(x), rtol=RTOL[dtype])
+
+
+def test_map_takes_njit_functions_and_strided_input():
+    square_plus_one = njit(lambda v: v * v + 1)
+    x = _random((33, 65), np.float64, 1).T   # not contiguous
+    np.testing.assert_array_equal(cpu.map(square_plus_one, x), x * x + 1)
+
+
+def test_map_rejects_a_plain_python_function():
+    with pytest.raises(TypeError, match="numpy ufunc or an @njit function"):
+        cpu.map_kernel(lambda v: v + 1)
+
+
+BROADCAST_PAIRS = [((33, 65), (65,)), ((33, 1), (1, 65)), ((17,), ()), ((1,), (17,)),
+                   ((2, 3, 5), (3, 1)), ((3, 9000), (9000,)), ((9000, 1), (1,))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", BROADCAST_PAIRS)
+@pytest.mark.parametrize("fn", [np.add, np.subtract, np.multiply, np.divide, np.maximum])
+def test_zip_equals_numpy_with_broadcasting(fn, shapes, dtype):
+    x, y = _random(shapes[0], dtype, 2), _random(shapes[1], dtype, 3)
+    out = cpu.zip(fn, x, y)
+    assert out.shape == np.broadcast_shapes(x.shape, y.shape) and out.dtype == dtype
+    np.testing.assert_array_equal(out, fn(x, y))   # one IEEE operation per element: exact
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=4), st.data())
+def test_zip_broadcasts_like_numpy_on_any_shapes(shape, data):
+    # y's shape: a suffix of x's with some sizes replaced by 1
+    suffix = shape[data.draw(st.integers(0, len(shape))):]
+    y_shape = [data.draw(st.sampled_from([n, 1])) for n in suffix]
+    x, y = _random(shape, np.float64, 4), _random(y_shape, np.float64, 5)
+    np.testing.assert_array_equal(cpu.zip(np.subtract, x, y), x - y)
+    np.testing.assert_array_equal(cpu.zip(np.subtract, y, x), y - x)
+
+
+def test_zip_errors_name_the_dtypes_and_shapes():
+    with pytest.raises(TypeError, match="float32.*float64"):
+        cpu.zip(np.add, np.ones(3, np.float32), np.ones(3, np.float64))
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5,\)"):
+        cpu.zip(np.add, np.ones((3, 4)), np.ones(5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (17,), (33, 65), (2, 3, 5), (10_000,), (3, 9000)])
+def test_reduce_sum_and_max_equal_numpy(shape, dtype):
+    x = _random(shape, dtype, 6)
+    for axis in [None] + list(range(-1, len(shape))):
+        total = cpu.reduce(np.add, x, axis)
+        assert np.shape(total) == np.shape(x.sum(axis)) and total.dtype == dtype
+        np.testing.assert_allclose(total, x.sum(axis), rtol=RTOL[dtype] * 10,
+                                   atol=RTOL[dtype] * 10 * np.sqrt(x.size))
+        np.testing.assert_array_equal(cpu.reduce(np.maximum, x, axis, -np.inf), x.max(axis))
+
+
+def test_reduce_of_all_elements_returns_a_numpy_scalar():
+    total = cpu.reduce(np.add, np.arange(10.0))
+    assert isinstance(total, np.float64) and total == 45.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (17, 5, 3), (33, 65, 17), (5, 1, 7),
+                                     (66, 300, 130), (128, 64, 256)])
+def test_matmul_equals_numpy(m, k, n, dtype):
+    a, b = _random((m, k), dtype, 7), _random((k, n), dtype, 8)
+    out = cpu.matmul(a, b)
+    assert out.shape == (m, n) and out.dtype == dtype and out.flags.c_contiguous
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b)   # bounds the rounding error of each sum
+    assert np.all(np.abs(out - exact) <= 4 * k * np.finfo(dtype).eps * scale + 1e-30)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 40))
+def test_matmul_on_any_shape(m, k, n):
+    a, b = _random((m, k), np.float64, m), _random((k, n), np.float64, n)
+    np.testing.assert_allclose(cpu.matmul(a, b), a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_matmul_errors_name_the_shapes():
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 2\).*4.*5"):
+        cpu.matmul(np.ones((3, 4)), np.ones((5, 2)))
+    with pytest.raises(ValueError, match="2-D"):
+        cpu.matmul(np.ones(3), np.ones((3, 2)))
+
+
+def test_cpu_kernels_never_touch_cuda():
+    """A student on the CPU backend sees no CUDA message and never loads numba.cuda."""
+    script = ("import sys, numpy as np, mini\n"
+              "from mini.kernels import cpu\n"
+              "x = np.ones((5, 4))\n"
+              "with mini.use_backend('cpu'):\n"
+              "    mini.sum(mini.exp(x @ x.T + 1.0))\n"
+              "cpu.reduce(np.maximum, cpu.zip(np.add, x, x), 0, -np.inf)\n"
+              "print(sorted(m for m in sys.modules if m.startswith('numba.cuda')))\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+    assert "CUDA" not in run.stderr
