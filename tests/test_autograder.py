@@ -116,7 +116,8 @@ def test_formgrader_lists_the_assignments_over_http(course_folder):
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
          f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=t0ken",
-         f"--ServerApp.root_dir={course.CONFIG_FILE.parent}"],
+         f"--ServerApp.root_dir={course.course_dir().parent}"],   # the course must be inside
+        cwd=course.CONFIG_FILE.parent,            # where nbgrader looks for nbgrader_config.py
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/assignments",
