@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 from autograder import course, sandbox
@@ -38,6 +39,7 @@ def autograde(lab, workers=None, force=False, progress=True):
     """
     from tqdm import tqdm
 
+    _quiet_nbgrader()
     todo = [(student, path) for student, path in submissions(lab)
             if force or not _already_graded(lab, student, path)]
     if not todo:
@@ -71,6 +73,13 @@ def autograde(lab, workers=None, force=False, progress=True):
     return graded, failed
 
 
+def _quiet_nbgrader():
+    """nbgrader's gradebook code warns (SQLAlchemy, cells without ids) on every submission; its
+    errors come back in its log, so the warnings are only noise in an instructor's terminal."""
+    warnings.filterwarnings("ignore", module=r"nbgrader\.")
+    warnings.filterwarnings("ignore", module=r"nbformat\.")
+
+
 def _already_graded(lab, student, path):
     marker = course.course_dir() / "autograded" / student / lab / MARKER
     return marker.is_file() and marker.read_text() == _digest(path)
@@ -93,6 +102,7 @@ def _start_worker(gradebook, scratch, environment):
     """
     global _api
     os.environ.update(environment)
+    _quiet_nbgrader()
     mine = Path(scratch) / str(os.getpid())
     (mine / "db").mkdir(parents=True)
     private = mine / "db" / "gradebook.db"

@@ -70,7 +70,8 @@ def _parser():
                      help="time limit of one notebook cell (default 30)")
     sub.add_argument("--worker-seconds", type=float, default=300.0,
                      help="wall-clock limit of one worker process (default 300)")
-    sub.add_argument("-v", "--verbose", action="store_true", help="pytest's full report")
+    sub.add_argument("-v", "--verbose", action="store_true",
+                     help="pytest's report of every test cell, with each failure's message")
 
     sub = command("feedback", _feedback, "generate HTML feedback for autograded submissions")
     sub.add_argument("lab", help="a lab or 'all'")
@@ -79,8 +80,8 @@ def _parser():
     sub.add_argument("--to", help="CSV file (default: the course's grades.csv)")
 
     sub = command("demo", _demo, "release, grade sample submissions both ways, print the table")
-    sub.add_argument("--keep", help="run the demo in this folder and keep it (default: a "
-                                    "temporary folder, removed afterwards)")
+    sub.add_argument("--keep", help="run the demo in this folder (default: a new temporary "
+                                    "folder; either way it is kept and its path printed)")
     sub.add_argument("--labs", default="all", help="comma-separated labs (default: all)")
     return parser
 
@@ -133,9 +134,9 @@ def _grade(args):
         "MINI_GRADE_LIMITS": json.dumps({"check_seconds": args.check_seconds,
                                          "cell_seconds": args.cell_seconds,
                                          "worker_seconds": args.worker_seconds})})
+    report = ["-v", "--tb=short"] if args.verbose else ["-q", "--tb=no", "-rN"]  # details: JSON
     code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
-                        "-q" if not args.verbose else "-v", "--tb=line" if not args.verbose else
-                        "--tb=short", "-W", "ignore::pytest.PytestAssertRewriteWarning"])
+                        "-W", "ignore::pytest.PytestAssertRewriteWarning", *report])
     print(f"results in {out} (seed {seed})")
     return 0 if code in (0, 1) else 1      # 1 = some student lost points: grading worked
 
