@@ -155,6 +155,9 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
                 verify(case_for(check, seed + n), outcome)
             except AssertionError as error:
                 failures.append(str(error))
+            except (TypeError, ValueError, KeyError, AttributeError) as error:  # not our JSON
+                failures.append(f"the worker sent back something that is not a result "
+                                f"({type(error).__name__}); check not passed")
         output = "All checks passed." if not failures else failures[0]
         tests.append(TestResult(grade_id, 0.0 if failures else points, points, output))
     return SubmissionResult(student, lab, seed, tests, notes)
