@@ -22,6 +22,8 @@ The host functions ``map``, ``zip``, ``reduce`` and ``matmul`` take and return n
 import numpy as np
 from numba import njit, prange
 
+from mini.kernels.shapes import reduction_rows
+
 # reduce and matmul let LLVM reorder sums (to split them over SIMD lanes) and matmul fuses a*b+c
 # into one FMA; unlike fastmath=True this keeps inf and nan behaving as in numpy.  map and zip do
 # without: one rounding per operation, as numpy does, so their results equal numpy's exactly.
@@ -185,12 +187,7 @@ def reduce(fn, x, axis=None, start=0.0):
     reads contiguous memory: ``reduce(np.add, x, 0)`` equals ``x.sum(0)``.
     """
     x = np.asarray(x)
-    if axis is None:
-        rows, kept = x.reshape(1, -1), ()
-    else:
-        moved = np.moveaxis(x, axis, -1)
-        kept = moved.shape[:-1]
-        rows = moved.reshape(int(np.prod(kept)), x.shape[axis])
+    rows, kept = reduction_rows(x, axis)
     out = np.empty(rows.shape[0], x.dtype)
     reduce_kernel(fn)(np.ascontiguousarray(rows), x.dtype.type(start), out)
     return out.reshape(kept) if kept else x.dtype.type(out[0])

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from mini.kernels import device
+from mini.kernels.shapes import reduction_rows
 
 SIMULATOR = device.choose().simulator   # must run before numba.cuda is imported
 from numba import cuda, from_dtype  # noqa: E402
@@ -342,12 +343,7 @@ def reduce(fn, x, axis=None, start=0.0):
     The reduced axis is moved last on the host, so that each row the kernel reduces is contiguous.
     """
     x = np.asarray(x)
-    if axis is None:
-        rows, kept = x.reshape(1, -1), ()
-    else:
-        moved = np.moveaxis(x, axis, -1)
-        kept = moved.shape[:-1]
-        rows = moved.reshape(int(np.prod(kept)), x.shape[axis])
+    rows, kept = reduction_rows(x, axis)
     out = reduce_device(fn, to_device(rows), start).copy_to_host()
     return out.reshape(kept) if kept else x.dtype.type(out[0])
 
