@@ -21,7 +21,7 @@ from pathlib import Path
 from autograder import course
 from autograder.checks import LABS
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-]*$")
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
 def collect(source):

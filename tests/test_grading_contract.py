@@ -10,6 +10,7 @@ from autograder.checks import Case, Student, from_plain, run_case, to_plain, ver
 
 @pytest.mark.parametrize("name, student, lab", [
     ("ada/lab3_autodiff.ipynb", "ada", "lab3_autodiff"),
+    ("j_doe/lab3_autodiff.ipynb", "j_doe", "lab3_autodiff"),
     ("ada/lab3_autodiff/lab3_autodiff.ipynb", "ada", "lab3_autodiff"),
     ("ada/lab3.ipynb", "ada", "lab3_autodiff"),
     ("jdoe_12345_67890_lab2_graphs.ipynb", "jdoe", "lab2_graphs"),
