@@ -14,6 +14,7 @@ import concurrent.futures
 import hashlib
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -120,7 +121,7 @@ def _grade_one(lab, student):
     os.environ["MINI_KERNEL_HOME"] = str(course.course_dir() / "autograded" / student / lab)
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:
-        return None, (result.get("error") or result.get("log") or "nbgrader failed")[-2000:]
+        return None, _reason(result.get("log", "") + "\n" + (result.get("error") or ""))
     from nbgrader.api import Gradebook
     with Gradebook(_api.coursedir.db_url, _api.coursedir.course_id) as gb:
         submission = gb.find_submission(lab, student)
@@ -128,6 +129,13 @@ def _grade_one(lab, student):
                 "notebooks": {nb.name: {"grades": {g.name: g.auto_score for g in nb.grades},
                                         "comments": {c.name: c.auto_comment for c in nb.comments}}
                               for nb in submission.notebooks}}, None
+
+
+def _reason(log):
+    """The line of nbgrader's log that says what went wrong (not its "see the traceback")."""
+    errors = [line.strip() for line in log.splitlines()
+              if re.match(r"\s*[\w.]*(Error|Exception)\b", line) and "see the the above" not in line]
+    return errors[-1][:300] if errors else "nbgrader could not grade it (no error message)"
 
 
 # --- back in the parent --------------------------------------------------------------------------
