@@ -161,3 +161,18 @@ def test_pytest_path_grades_every_lab_s_samples(tmp_path):
             result = runner.grade_submission(path, lab, kind, seed=3,
                                              limits=runner.Limits(check_seconds=15))
             assert result.score == expected_score(kind, lab), (lab, kind, result.notes[-3:])
+
+
+def test_demo_on_one_lab_prints_the_table_and_keeps_its_files(tmp_path, capsys, monkeypatch):
+    for variable in ("MINI_COURSE_DIR", "MINI_RELEASE_DIR", "MINI_CELL_TIMEOUT"):
+        monkeypatch.delenv(variable, raising=False)     # restored afterwards: the demo sets them
+    assert cli.main(["demo", "--labs", "lab2", "--keep", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[-3:] for line in printed.splitlines()
+            if line.split() and line.split()[0] in STUDENTS.values()}
+    for kind, student in STUDENTS.items():
+        score = int(expected_score(kind, "lab2_graphs"))
+        assert rows[student] == [f"{score}", "/", f"{score}"], (kind, rows[student])
+    for made in ("course/gradebook.db", "course/grades.csv", "course/results/grades.csv",
+                 f"course/feedback/{STUDENTS['full']}/lab2_graphs/lab2_graphs.html"):
+        assert (tmp_path / made).is_file(), made
