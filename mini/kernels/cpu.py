@@ -22,7 +22,7 @@ The host functions ``map``, ``zip``, ``reduce`` and ``matmul`` take and return n
 import numpy as np
 from numba import njit, prange
 
-from mini.kernels.shapes import reduction_rows
+from mini.kernels.shapes import check_matmul, reduction_rows
 
 # reduce and matmul let LLVM reorder sums (to split them over SIMD lanes) and matmul fuses a*b+c
 # into one FMA; unlike fastmath=True this keeps inf and nan behaving as in numpy.  map and zip do
@@ -264,13 +264,7 @@ def matmul_kernel(a, bt):
 def matmul(a, b):
     """a @ b for 2-D float arrays of one dtype: (m, k) @ (k, n) -> (m, n)."""
     a, b = np.asarray(a), np.asarray(b)
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"matmul: a and b must be 2-D, got a {a.shape} and b {b.shape}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul: a {a.shape} and b {b.shape}: a's columns ({a.shape[1]}) "
-                         f"must equal b's rows ({b.shape[0]})")
-    if a.dtype != b.dtype:
-        raise TypeError(f"matmul: a is {a.dtype} and b is {b.dtype}; convert both to one dtype")
+    check_matmul(a, b)
     m, n = a.shape[0], b.shape[1]
     a = np.ascontiguousarray(a)
     if m % 4:   # the register tile takes rows of A four at a time: pad A with zero rows

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from mini.kernels import device
-from mini.kernels.shapes import reduction_rows
+from mini.kernels.shapes import check_matmul, reduction_rows
 
 SIMULATOR = device.choose().simulator   # must run before numba.cuda is imported
 from numba import cuda, from_dtype  # noqa: E402
@@ -294,7 +294,7 @@ def matmul_tiled_kernel(dtype, tile=TILE):
 
 def matmul_device(a, b, tiled=True, tile=TILE):
     """a @ b for 2-D device arrays of one dtype, (m, k) @ (k, n) -> a new (m, n) device array."""
-    _check_matmul(a, b)
+    check_matmul(a, b)
     m, n = a.shape[0], b.shape[1]
     c = cuda.device_array((m, n), a.dtype)
     if c.size:
@@ -303,16 +303,6 @@ def matmul_device(a, b, tiled=True, tile=TILE):
         side = tile if tiled else TILE
         kernel[(-(-n // side), -(-m // side)), (side, side)](a, b, c)   # grid x: columns of c
     return c
-
-
-def _check_matmul(a, b):
-    if len(a.shape) != 2 or len(b.shape) != 2:
-        raise ValueError(f"matmul: a and b must be 2-D, got a {a.shape} and b {b.shape}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul: a {a.shape} and b {b.shape}: a's columns ({a.shape[1]}) "
-                         f"must equal b's rows ({b.shape[0]})")
-    if a.dtype != b.dtype:
-        raise TypeError(f"matmul: a is {a.dtype} and b is {b.dtype}; convert both to one dtype")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,5 +341,5 @@ def reduce(fn, x, axis=None, start=0.0):
 def matmul(a, b, tiled=True):
     """a @ b for 2-D numpy arrays of one dtype, with the tiled (default) or the naive kernel."""
     a, b = np.asarray(a), np.asarray(b)
-    _check_matmul(a, b)
+    check_matmul(a, b)
     return matmul_device(to_device(a), to_device(b), tiled).copy_to_host()
