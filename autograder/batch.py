@@ -10,6 +10,7 @@ submission's scores are in, a marker with the notebook's hash is left beside its
 so a batch that was interrupted resumes where it stopped and an unchanged submission is not graded
 twice.
 """
+import collections
 import concurrent.futures
 import hashlib
 import multiprocessing
@@ -21,30 +22,59 @@ import warnings
 from pathlib import Path
 
 from autograder import course, sandbox
+from autograder.runner import Limits, read_notebook
 
 MARKER = ".mini-graded"
 
 
 def submissions(lab):
-    """``[(student, notebook path)]`` collected for ``lab``, sorted by student."""
+    """``[(student, notebook path)]`` collected for ``lab``, sorted by student (the notebook may
+    be missing from a student's folder)."""
     root = course.course_dir() / "submitted"
-    return sorted((path.parent.parent.name, path)
-                  for path in root.glob(f"*/{lab}/{lab}.ipynb"))
+    return sorted((folder.parent.name, folder / f"{lab}.ipynb")
+                  for folder in root.glob(f"*/{lab}") if folder.is_dir())
+
+
+Outcome = collections.namedtuple("Outcome", "graded zeroed failed")
 
 
 def autograde(lab, workers=None, force=False, progress=True):
     """Autograde every collected submission of ``lab``.
 
-    Returns ``(graded, failed)``: the students graded now, and ``{student: reason}`` for those
-    nbgrader could not grade.  One failing submission never stops the batch.
+    Returns ``Outcome(graded, zeroed, failed)``: the students graded now; ``{student: reason}``
+    for files that are not a usable notebook of the lab (scored 0, the reason in the gradebook's
+    comments); and ``{student: reason}`` for those nbgrader could not grade.  One failing
+    submission never stops the batch.
     """
-    from tqdm import tqdm
-
     _quiet_nbgrader()
     todo = [(student, path) for student, path in submissions(lab)
             if force or not _already_graded(lab, student, path)]
-    if not todo:
-        return [], {}
+    zeroed = {}
+    for student, path in list(todo):
+        try:
+            read_notebook(path, lab)
+        except ValueError as error:
+            zeroed[student] = str(error)
+            _merge_zero(lab, student, path, str(error))
+            _mark_graded(lab, student, path)
+            todo.remove((student, path))
+    graded, failed = [], {}
+    for attempt in (1, 2):      # a grading process that dies takes its pool down: retry once
+        if not todo:
+            break
+        done, failed_now = _autograde_in_pool(lab, todo, workers, progress)
+        graded += done
+        lost = {student for student, reason in failed_now.items()
+                if reason.startswith("BrokenProcessPool") and attempt == 1}
+        failed.update({student: reason for student, reason in failed_now.items()
+                       if student not in lost})
+        todo = [(student, path) for student, path in todo if student in lost]
+    return Outcome(graded, zeroed, failed)
+
+
+def _autograde_in_pool(lab, todo, workers, progress):
+    from tqdm import tqdm
+
     gradebook = course.course_dir() / "gradebook.db"
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     graded, failed = [], {}
@@ -66,8 +96,7 @@ def autograde(lab, workers=None, force=False, progress=True):
                     failed[student] = problem
                     continue
                 _merge(lab, student, scores)
-                marker = course.course_dir() / "autograded" / student / lab / MARKER
-                marker.write_text(_digest(path))
+                _mark_graded(lab, student, path)
                 graded.append(student)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -86,8 +115,16 @@ def _already_graded(lab, student, path):
     return marker.is_file() and marker.read_text() == _digest(path)
 
 
+def _mark_graded(lab, student, path):
+    """Leave the hash of the notebook whose scores are now in the gradebook."""
+    marker = course.course_dir() / "autograded" / student / lab / MARKER
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(_digest(path))
+
+
 def _digest(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "no notebook"
 
 
 # --- inside a worker process ---------------------------------------------------------------------
@@ -109,8 +146,10 @@ def _start_worker(gradebook, scratch, environment):
     private = mine / "db" / "gradebook.db"
     shutil.copy(gradebook, private)
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
+    limits = Limits()
     kernel = sandbox.install_grading_kernel(
-        mine / "jupyter", [course.REPO / "solutions", course.course_dir(), mine / "db"])
+        mine / "jupyter", [course.REPO / "solutions", course.course_dir(), mine / "db"],
+        limits.memory_bytes, limits.file_bytes)
     (mine / "run").mkdir()
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
@@ -157,11 +196,31 @@ def _merge(lab, student, scores):
         gb.db.commit()
 
 
+def _merge_zero(lab, student, path, reason):
+    """Score every cell of an unusable submission 0, with ``reason`` as each cell's comment."""
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    timestamp = grader.coursedir.get_existing_timestamp(str(Path(path).parent))
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        gb.update_or_create_student(student)
+        submission = gb.update_or_create_submission(lab, student, **(
+            {"timestamp": timestamp} if timestamp else {}))
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                grade.auto_score, grade.needs_manual_grade = 0.0, False
+            for comment in notebook.comments:
+                comment.auto_comment = f"Not graded: {reason}"
+        gb.db.commit()
+
+
 def feedback(lab):
     """HTML feedback for every autograded submission of ``lab`` (hidden tests removed)."""
     grader = course.api()
     problems = {}
     for student, _ in submissions(lab):
+        if not (course.course_dir() / "autograded" / student / lab / f"{lab}.ipynb").is_file():
+            problems[student] = "not autograded (an unusable file: see the gradebook's comments)"
+            continue
         result = grader.generate_feedback(lab, student, force=True)
         if not result["success"]:
             problems[student] = (result.get("error") or result.get("log") or "")[-1000:]

@@ -109,9 +109,12 @@ def _autograde(args):
     from autograder import batch, course
     failed_any = False
     for lab in course.expand(args.lab):
-        graded, failed = batch.autograde(lab, workers=args.workers, force=args.force)
+        graded, zeroed, failed = batch.autograde(lab, workers=args.workers, force=args.force)
         print(f"{lab}: graded {len(graded)} submission(s)"
+              + (f", {len(zeroed)} scored 0 as unusable" if zeroed else "")
               + (f", {len(failed)} could not be graded:" if failed else ""))
+        for student, reason in zeroed.items():
+            print(f"  {student}: 0 points: {reason}")
         for student, reason in failed.items():
             print(f"  {student}: {reason.strip().splitlines()[-1] if reason.strip() else reason}")
         failed_any |= bool(failed)

@@ -23,8 +23,33 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.Execute.timeout = int(os.environ.get("MINI_CELL_TIMEOUT") or 60)
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 # A submission that deleted a test cell gets it back (graded as usual), instead of a silent
-# "needs manual grade".
+# "needs manual grade"; one that duplicated, split or re-marked cells gets the lab's cells back
+# (autograder.preprocessors.RestoreCells).
 c.OverwriteCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    "autograder.preprocessors.RestoreCells",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# A cell that kills its kernel costs that cell only (autograder.preprocessors.ResilientExecute);
+# what a cell prints is kept to 20,000 characters (CutOutput).
+c.Autograde.autograde_preprocessors = [
+    "autograder.preprocessors.ResilientExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "autograder.preprocessors.CutOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# Only notebooks are copied from a submission to where it runs: a numpy.py, sitecustomize.py or
+# .pth shipped beside the notebook is never importable while grading.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py",
+                            "*.pth", "*.so", "*.pyd", "*.egg-link"]
 # Feedback shows the student their results without the hidden tests.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",

@@ -99,6 +99,28 @@ def test_cells(lab):
             if meta.get("grade") and not meta.get("solution")]
 
 
+def read_notebook(notebook_path, lab):
+    """The submitted notebook, or ValueError with a reason a student can act on."""
+    notebook_path = Path(notebook_path)
+    if not notebook_path.is_file():
+        raise ValueError(f"no notebook was submitted for {lab} ({notebook_path.name} is missing)")
+    try:
+        nb = nbformat.read(notebook_path, as_version=nbformat.NO_CONVERT)
+    except Exception as error:
+        raise ValueError(f"{notebook_path.name} is not a readable notebook ({type(error).__name__}:"
+                         f" {str(error)[:200]})") from None
+    if nb.get("nbformat") != 4:
+        raise ValueError(f"{notebook_path.name} is an nbformat {nb.get('nbformat')} notebook; "
+                         "submit the lab's notebook as saved by Jupyter (nbformat 4)")
+    ids = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells}
+    expected = {cell.metadata.get("nbgrader", {}).get("grade_id")
+                for cell in nbformat.read(source_notebook(lab), as_version=4).cells} - {None}
+    if not ids & expected:
+        raise ValueError(f"{notebook_path.name} is not a {lab} notebook: none of its cells belong "
+                         "to that lab")
+    return nb
+
+
 def student_cells(notebook_path, lab):
     """The submission's code cells to run: all but the source's test cells and ``demo`` cells.
 
@@ -107,21 +129,8 @@ def student_cells(notebook_path, lab):
 
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
-    try:
-        nb = nbformat.read(notebook_path, as_version=4)
-    except Exception as error:
-        raise ValueError(f"{notebook_path.name} is not a readable notebook ({type(error).__name__}:"
-                         f" {str(error)[:200]})") from None
-    if nb.nbformat != 4:
-        raise ValueError(f"{notebook_path.name} is an nbformat {nb.nbformat} notebook; submit the "
-                         "lab's notebook as saved by Jupyter (nbformat 4)")
+    nb = read_notebook(notebook_path, lab)
     tests = {grade_id for grade_id, _ in test_cells(lab)}
-    ids = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells}
-    expected = {cell.metadata.get("nbgrader", {}).get("grade_id")
-                for cell in nbformat.read(source_notebook(lab), as_version=4).cells} - {None}
-    if not ids & expected:
-        raise ValueError(f"{notebook_path.name} is not a {lab} notebook: none of its cells belong "
-                         "to that lab")
     return [(index, cell.source) for index, cell in enumerate(nb.cells)
             if cell.cell_type == "code" and "demo" not in cell.metadata.get("tags", [])
             and cell.metadata.get("nbgrader", {}).get("grade_id") not in tests]
@@ -135,9 +144,7 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
             for n in range(len(checks[grade_id[len("test_"):]]))]
     notes = []
     try:
-        cells = student_cells(notebook_path, lab) if notebook_path.is_file() else None
-        if cells is None:
-            notes.append(f"no notebook was submitted for {lab} ({notebook_path.name} is missing)")
+        cells = student_cells(notebook_path, lab)
     except ValueError as error:
         cells = None
         notes.append(str(error))

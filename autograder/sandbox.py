@@ -61,13 +61,17 @@ def sandboxed(command, hidden, keep=None):
             script + 'exec "$@"', "sh", *command]
 
 
-def install_grading_kernel(data_dir, hidden):
-    """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, starting in the
-    folder named by ``$MINI_KERNEL_HOME`` (the submission's autograded copy)."""
+def install_grading_kernel(data_dir, hidden, memory_bytes, file_bytes):
+    """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
+    :mod:`autograder.kernel` with these limits, in the folder named by ``$MINI_KERNEL_HOME`` (the
+    submission's autograded copy)."""
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    argv = sandboxed([sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                     hidden, keep="$MINI_KERNEL_HOME")
+    repo = str(Path(__file__).resolve().parent.parent)
+    launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {repo!r}); "
+                "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
+                "-f", "{connection_file}"]
+    argv = sandboxed(launcher, hidden, keep="$MINI_KERNEL_HOME")
     (folder / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
     return KERNEL_NAME

@@ -99,12 +99,12 @@ def test_feedback_shows_results_but_no_hidden_test(course_folder):
 
 
 def test_a_second_autograde_resumes_instead_of_regrading(course_folder):
-    graded, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
+    graded, _, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
     assert (graded, failed) == ([], {})
     marker = (course_folder / "course" / "autograded" / STUDENTS["full"] / "lab2_graphs"
               / batch.MARKER)
     marker.unlink()
-    graded, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
+    graded, _, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
     assert (graded, failed) == ([STUDENTS["full"]], {})
     assert _nbgrader_scores(course_folder)[(STUDENTS["full"], "lab2_graphs")] == 100
 

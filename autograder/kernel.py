@@ -1,0 +1,39 @@
+"""Start the kernel that runs a submission on the nbgrader path: limits first, then ipykernel.
+
+The ``mini-grader`` kernelspec (:func:`autograder.sandbox.install_grading_kernel`) runs this inside
+the sandbox.  Before ipykernel starts, it caps the process's memory and file size (as the pytest
+path's worker is capped), points file descriptors 1 and 2 at /dev/null (what the notebook prints
+still reaches the notebook through ipykernel; bytes written straight to the descriptors no longer
+reach the instructor's terminal), and replaces the environment with a short list, so no variable of
+the instructor's reaches student code, not even through ``/proc/self/environ``.
+
+    python -c "...; main()" MEMORY_BYTES FILE_BYTES -f CONNECTION_FILE
+"""
+import os
+import resource
+import sys
+import tempfile
+
+KEEP = ("PATH", "LANG", "LC_ALL", "JPY_PARENT_PID", "NUMBA_ENABLE_CUDASIM", "MINI_CUDA",
+        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE")
+
+
+def main():
+    memory, file_size, kernel_arguments = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
+                         (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(limit, (value, value))
+    home = tempfile.mkdtemp(prefix="mini-kernel-")
+    environment = {key: os.environ[key] for key in KEEP if key in os.environ}
+    environment.update(HOME=home, TMPDIR=home, IPYTHONDIR=os.path.join(home, "ipython"),
+                       MPLCONFIGDIR=os.path.join(home, "matplotlib"),
+                       NUMBA_CACHE_DIR=os.path.join(home, "numba"), PYTHONDONTWRITEBYTECODE="1")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.execve(sys.executable, [sys.executable, "-I", "-m", "ipykernel_launcher",
+                               *kernel_arguments], environment)
+
+
+if __name__ == "__main__":
+    main()

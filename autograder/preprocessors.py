@@ -1,0 +1,167 @@
+"""nbgrader preprocessors that make the nbgrader path grade what a submission did to itself.
+
+* :class:`RestoreCells` runs before nbgrader's own clean-up: the lab's source notebook (as recorded
+  in the gradebook) decides which cells are tests and what they are worth, whatever the
+  submission's metadata claims.  nbgrader already restores an edited or deleted test cell; it
+  refuses a notebook with a duplicated or split one, or a solution cell re-marked as worth points.
+* :class:`ResilientExecute` replaces nbgrader's ``Execute``: a cell that kills its kernel (a crash,
+  ``os._exit``, a signal) or leaves it deaf to interrupts costs that cell, not the whole notebook.
+* :class:`CutOutput` keeps what a cell printed to a bounded size (nbgrader's ``LimitOutput``
+  counts lines, and one line of 50 MB is one line).
+
+All are named in ``nbgrader_config.py``.
+"""
+import copy
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
+from nbformat import v4
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+
+KERNEL_DIED = "KernelDied"
+DEAF = "KernelNotResponding"
+
+
+class RestoreCells(NbGraderPreprocessor):
+    """Give every cell the lab knows by its grade id the metadata the lab gave it.
+
+    A cell claiming a grade id already seen (a duplicated or split test) is dropped, a cell
+    claiming an unknown one becomes a plain cell, and a cell whose type was changed is replaced by
+    an empty one of the right type.  nbgrader's ``OverwriteCells`` then restores the test cells'
+    sources and puts back the ones that are missing.
+    """
+
+    def preprocess(self, nb, resources):
+        lab, name = resources["nbgrader"]["assignment"], resources["nbgrader"]["notebook"]
+        with Gradebook(resources["nbgrader"]["db_url"]) as gb:
+            source = gb.find_notebook(name, lab)
+            known = {cell.name: _metadata(cell, source) for cell in source.source_cells}
+            types = {cell.name: cell.cell_type for cell in source.source_cells}
+        kept, seen = [], set()
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id is None or grade_id not in known:
+                cell.metadata.pop("nbgrader", None)
+            elif grade_id in seen:
+                continue
+            else:
+                seen.add(grade_id)
+                if cell.cell_type != types[grade_id]:
+                    make = v4.new_code_cell if types[grade_id] == "code" else v4.new_markdown_cell
+                    cell = make("", metadata={**cell.metadata})
+                cell.metadata["nbgrader"] = known[grade_id]
+            kept.append(cell)
+        nb.cells = kept
+        return nb, resources
+
+
+def _metadata(source_cell, notebook):
+    """The nbgrader metadata the release gave a cell, rebuilt from the gradebook."""
+    grades = {cell.name: cell for cell in notebook.grade_cells}
+    solutions = {cell.name for cell in notebook.solution_cells}
+    tasks = {cell.name: cell for cell in notebook.task_cells}
+    name = source_cell.name
+    meta = {"grade_id": name, "locked": source_cell.locked, "schema_version": 3,
+            "solution": name in solutions, "grade": name in grades}
+    if name in grades:
+        meta["points"] = grades[name].max_score
+    if name in tasks:
+        meta.update(task=True, points=tasks[name].max_score)
+    return meta
+
+
+class ResilientExecute(Execute):
+    """nbgrader's ``Execute``, going on after a cell kills its kernel or makes it unresponsive.
+
+    nbclient gives up on a notebook when its kernel dies, and nbgrader then grades none of it.
+    Here that cell gets an error output saying what happened, a fresh kernel re-runs the code cells
+    before it (except those that already failed this way or timed out), and execution carries on
+    with the next cell.  So a fill-in that crashes the kernel loses its own
+    test cell's points, as on the pytest path.
+    """
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._skip = set()
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._fail(cell, index, KERNEL_DIED, "the kernel died while this cell ran (a crash, "
+                                                 "os._exit or a signal); later cells ran in a new kernel")
+            return cell, self.resources
+        except CellTimeoutError:        # interrupted, and still no word from the kernel
+            self._fail(cell, index, DEAF, self._deaf_message())
+            return cell, self.resources
+        if any(out.get("ename") == "CellTimeoutError" for out in cell.get("outputs", [])):
+            self._skip.add(index)
+            if not self._responds():
+                self._fail(cell, index, DEAF, self._deaf_message())
+        return cell, self.resources
+
+    def _deaf_message(self):
+        return (f"the cell ran past {self.timeout} s and the kernel ignored the interrupt; later "
+                "cells ran in a new kernel")
+
+    def _fail(self, cell, index, name, message):
+        cell.outputs = [v4.new_output("error", ename=name, evalue=message,
+                                      traceback=[f"{name}: {message}"])]
+        self._skip.add(index)
+        self._restart(index)
+
+    def _responds(self, seconds=5):
+        """Whether the kernel answers a no-op within ``seconds``."""
+        async def ping():
+            msg_id = self.kc.execute("", silent=True, store_history=False)
+            try:
+                while True:
+                    reply = await self.kc.shell_channel.get_msg(timeout=seconds)
+                    if reply["parent_header"].get("msg_id") == msg_id:
+                        return True
+            except Exception:                      # queue.Empty: no answer in time
+                return False
+        return run_sync(ping)()
+
+    def _restart(self, index):
+        """A fresh kernel, brought to where the notebook was before cell ``index``."""
+        self._cleanup_kernel()
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+        for earlier, cell in enumerate(self.nb.cells[:index]):
+            if cell.cell_type == "code" and earlier not in self._skip:
+                try:
+                    self.execute_cell(copy.deepcopy(cell), earlier, store_history=True)
+                except (DeadKernelError, CellTimeoutError):   # it behaved differently this time
+                    self._skip.add(earlier)
+                    self._restart(index)
+                    return
+
+
+
+class CutOutput(NbGraderPreprocessor):
+    """Cut each text output of a code cell to ``max_chars`` characters; drop larger non-text data."""
+
+    max_chars = 20_000
+
+    def preprocess_cell(self, cell, resources, index):
+        for output in cell.get("outputs", []):
+            if isinstance(output.get("text"), str):
+                output["text"] = _cut(output["text"], self.max_chars)
+            for kind, value in list(output.get("data", {}).items()):
+                if isinstance(value, str) and len(value) > self.max_chars:
+                    if kind.startswith("text/"):
+                        output["data"][kind] = _cut(value, self.max_chars)
+                    else:
+                        del output["data"][kind]
+                        output["data"]["text/plain"] = f"({kind} output of {len(value)} " \
+                                                       "characters left out)"
+        return cell, resources
+
+
+def _cut(text, limit):
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n... ({len(text) - limit} more characters cut)"

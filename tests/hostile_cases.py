@@ -1,0 +1,214 @@
+"""Hostile and broken lab 3 submissions, built from the lab's own notebooks, for both grading
+paths' tests (tests/test_hostile.py and tests/test_hostile_nbgrader.py).
+
+``CASES`` maps a name to ``(build, fill_in)``: ``build()`` returns the notebook, and the submission
+must lose exactly the points of ``fill_in`` (None: none).  ``BROKEN_FILES`` are not notebooks at all.
+"""
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import nbformat
+
+from autograder import runner
+
+LAB = "lab3_autodiff"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def points(fill_in):
+    return dict(runner.test_cells(LAB))[f"test_{fill_in}"]
+
+
+def solution():
+    return nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
+
+
+def cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def inside(fill_in, code):
+    """The solution with ``code`` run first inside the fill-in's function."""
+    nb = solution()
+    target = cell(nb, fill_in)
+    lines = target.source.split("\n")
+    at = next(i for i, line in enumerate(lines) if "### BEGIN SOLUTION" in line)
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    lines[at + 1:at + 1] = [indent + line for line in code.split("\n")]
+    target.source = "\n".join(lines)
+    return nb
+
+
+def with_cell(code, after="unary_vjps"):
+    """The solution with a new code cell after the given fill-in."""
+    nb = solution()
+    position = nb.cells.index(cell(nb, after)) + 1
+    nb.cells.insert(position, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def tampered(change):
+    """The solution after ``change(nb)`` edits it in place."""
+    nb = solution()
+    change(nb)
+    return nb
+
+
+def _edit_test(nb):
+    cell(nb, "test_backward_pass").source = "pass"
+
+
+def _delete_test(nb):
+    nb.cells.remove(cell(nb, "test_numerical_grad"))
+
+
+def _duplicate_test(nb):
+    nb.cells.append(nbformat.v4.new_code_cell("pass", metadata={"nbgrader": dict(
+        cell(nb, "test_make_vjp").metadata["nbgrader"], points=500)}))
+
+
+def _split_test(nb):
+    test = cell(nb, "test_grad")
+    first, second = test.source.split("\n", 1)
+    test.source = first
+    at = nb.cells.index(test) + 1
+    nb.cells.insert(at, nbformat.v4.new_code_cell(second, metadata={"nbgrader": dict(
+        test.metadata["nbgrader"])}))
+
+
+def _retype_test(nb):
+    test = cell(nb, "test_grad")
+    nb.cells[nb.cells.index(test)] = nbformat.v4.new_markdown_cell(test.source,
+                                                                   metadata=test.metadata)
+
+
+def _change_points(nb):
+    cell(nb, "test_backward_pass").metadata["nbgrader"]["points"] = 1000
+    cell(nb, "backward_pass").metadata["nbgrader"].update(grade=True, points=1000)
+
+
+def _change_kernelspec(nb):
+    nb.metadata["kernelspec"] = {"name": "evil", "display_name": "evil", "language": "python"}
+
+
+def broken_backward_pass_with_patches():
+    nb = inside("backward_pass", "return {}")
+    nb.cells.insert(2, nbformat.v4.new_code_cell(
+        "import numpy as np\nnp.allclose = lambda *a, **k: True\nnp.isclose = lambda *a, **k: True\n"
+        "try:\n    import autograder.checks as c\n    c.verify = lambda *a, **k: None\n"
+        "except ImportError:\n    pass\n"
+        "class Always(float):\n    def __eq__(self, other): return True\n"))
+    return nb
+
+
+def reference_backward_pass():
+    nb = solution()
+    target = cell(nb, "backward_pass")
+    target.source = ("import mini\n\ndef backward_pass(g, end_node):\n"
+                     "    return mini.backward_pass(g, end_node)\n")
+    return nb
+
+
+def reads_and_writes_course_files():
+    """Reads and appends to every file of the solutions and of the course folder it can find."""
+    course = os.environ["MINI_COURSE_DIR"]
+    return with_cell(
+        "import glob\nstolen = []\n"
+        f"for pattern in [{str(ROOT / 'solutions' / '*' / '*.ipynb')!r}, {course + '/**'!r}]:\n"
+        "    for path in glob.glob(pattern, recursive=True):\n"
+        "        try:\n            stolen.append(open(path).read()[:10])\n"
+        "            open(path, 'a').write('tampered')\n        except OSError:\n            pass\n"
+        f"open({str(ROOT / 'solutions' / 'tampered.txt')!r}, 'w').write('x')\n")
+
+
+CASES = {
+    "loops_in_a_fill_in": (lambda: inside("add_outgrads", "while True:\n    pass"), "add_outgrads"),
+    "ignores_alarms_and_interrupts_then_loops": (lambda: inside(
+        "add_outgrads", "import signal\nfor number in (signal.SIGALRM, signal.SIGINT):\n"
+                        "    signal.signal(number, signal.SIG_IGN)\nwhile True:\n    pass"),
+        "add_outgrads"),
+    "loops_at_top_level_after_a_correct_definition": (lambda: with_cell("while True:\n    pass"),
+                                                      None),
+    "allocates_without_bound": (lambda: inside(
+        "add_outgrads", "import numpy\nhoard = []\nwhile True:\n"
+                        "    hoard.append(numpy.ones(10**8))"), "add_outgrads"),
+    "exits_the_worker": (lambda: inside("backward_pass", "import os\nos._exit(3)"), "backward_pass"),
+    "kills_the_worker": (lambda: inside("make_vjp", "import os, signal\n"
+                                                    "os.kill(os.getpid(), signal.SIGKILL)"),
+                         "make_vjp"),
+    "segfaults": (lambda: inside("numerical_grad", "import ctypes\nctypes.string_at(0)"),
+                  "numerical_grad"),
+    "calls_input": (lambda: inside("add_outgrads", "input('answer? ')"), "add_outgrads"),
+    "prints_megabytes": (lambda: with_cell("print('x' * 50_000_000)\nimport os\n"
+                                           "os.write(1, b'y' * 10_000_000)"), None),
+    "edits_a_test_cell": (lambda: tampered(_edit_test), None),
+    "deletes_a_test_cell": (lambda: tampered(_delete_test), None),
+    "duplicates_a_test_cell": (lambda: tampered(_duplicate_test), None),
+    "splits_a_test_cell": (lambda: tampered(_split_test), None),
+    "retypes_a_test_cell": (lambda: tampered(_retype_test), None),
+    "changes_points": (lambda: tampered(_change_points), None),
+    "changes_the_kernelspec": (lambda: tampered(_change_kernelspec), None),
+    "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, "backward_pass"),
+    "calls_the_reference_solution": (reference_backward_pass, "backward_pass"),
+    "reads_and_writes_course_files": (reads_and_writes_course_files, None),
+}
+SHIPPED_FILES = {   # beside a complete solution: none of them may be imported while grading
+    "numpy.py": "raise SystemExit('a numpy.py shipped beside the notebook was imported')\n",
+    "mini.py": "raise SystemExit('a mini.py shipped beside the notebook was imported')\n",
+    "conftest.py": "import os\nos._exit(1)\n",
+    "sitecustomize.py": "import os\nos._exit(1)\n",
+    "evil.pth": "import os; os._exit(1)\n",
+}
+BROKEN_FILES = {"invalid_json": b"{ this is not json", "empty_file": b"",
+                "nbformat_3": json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                                          "worksheets": []}).encode()}
+
+
+def digest(folder):
+    """{relative path: sha256} of every file under ``folder``."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def expected_score(name):
+    lost = CASES[name][1]
+    return 100 - (points(lost) if lost else 0)
+
+
+def write_batch(folder):
+    """Every case, shipped file and broken file above, plus two honest students, as
+    ``folder/<student>/lab3_autodiff.ipynb``; returns the student names and their expected scores."""
+    expected = {"honest_full": 100, "honest_untouched": 0}
+    write(folder, "honest_full", solution())
+    write(folder, "honest_untouched", nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", 4))
+    for name in CASES:
+        write(folder, name, CASES[name][0]())
+        expected[name] = expected_score(name)
+    write(folder, "ships_modules", solution())
+    for name, text in SHIPPED_FILES.items():
+        (folder / "ships_modules" / name).write_text(text)
+    expected["ships_modules"] = 100
+    for name, content in BROKEN_FILES.items():
+        path = folder / name / f"{LAB}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(content)
+        expected[name] = 0
+    (folder / "missing_notebook").mkdir()
+    expected["missing_notebook"] = 0
+    write(folder, "another_lab", nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "def toposort(end_node):\n    return []", metadata={"nbgrader": {
+            "grade_id": "some_other_lab_fill_in", "solution": True, "grade": False,
+            "locked": False, "schema_version": 3}})]))
+    expected["another_lab"] = 0
+    return expected
+
+
+def write(folder, student, nb):
+    path = folder / student / f"{LAB}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+BROKEN_MESSAGES = ("not a readable notebook", "nbformat 3", "missing", "not a lab3_autodiff notebook")

@@ -1,0 +1,98 @@
+"""The hostile and broken submissions of ``hostile_cases`` on the nbgrader path (``autograde``).
+
+One batch (lab 3, two workers, 5 s cells) beside two honest students.  Each submission must get
+exactly the pytest path's score, except where the two paths differ by design (``DIFFERENT``, with
+the reason); the solutions, the release and the submissions must be unchanged, and the gradebook
+intact.
+"""
+import os
+import shutil
+import sqlite3
+
+import nbformat
+import pytest
+
+import hostile_cases as cases
+from autograder import cli, course
+
+DIFFERENT = {
+    # nbgrader runs the lab's tests in the student's kernel: the patched np.allclose also breaks
+    # the notebook's own check_vjps helper, so the submission loses four more fill-ins there.  (On
+    # the pytest path nothing the student patches reaches a verdict.)
+    "monkeypatches_numpy_and_the_checks":
+        100 - sum(cases.points(f) for f in ("backward_pass", "unary_vjps", "multiply_vjps",
+                                             "matmul_vjps", "sum_vjp")),
+}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile-nbgrader")
+    saved = {k: os.environ.get(k) for k in ("MINI_COURSE_DIR", "MINI_RELEASE_DIR", "MINI_CELL_TIMEOUT")}
+    os.environ.update(MINI_COURSE_DIR=str(root / "course"), MINI_RELEASE_DIR=str(root / "release"),
+                      MINI_CELL_TIMEOUT="5")
+    try:
+        assert cli.main(["release", "lab3"]) == 0
+        expected = cases.write_batch(root / "inbox")
+        assert cli.main(["collect", str(root / "inbox")]) == 0
+        # collect takes notebooks only; nbgrader's own tools would bring the whole folder
+        submitted = root / "course" / "submitted"
+        for name in cases.SHIPPED_FILES:
+            shutil.copy(root / "inbox" / "ships_modules" / name,
+                        submitted / "ships_modules" / cases.LAB / name)
+        (submitted / "missing_notebook" / cases.LAB).mkdir(parents=True)
+        folders = (cases.ROOT / "solutions", root / "release", submitted)
+        before = [cases.digest(folder) for folder in folders]
+        assert cli.main(["autograde", "lab3", "--workers", "2"]) == 0
+        after = [cases.digest(folder) for folder in folders]
+        from nbgrader.api import Gradebook
+        grader = course.api()
+        with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+            scores = {name: gb.find_submission(cases.LAB, name).score for name in expected}
+            comments = {name: [c.auto_comment for nb in gb.find_submission(cases.LAB, name).notebooks
+                               for c in nb.comments] for name in expected}
+        gradebook = root / "course" / "gradebook.db"
+        yield scores, comments, expected, before, after, gradebook, root / "course"
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.mark.parametrize("name", sorted(cases.CASES) + ["ships_modules", "honest_full",
+                                                        "honest_untouched"])
+def test_a_hostile_submission_costs_only_its_own_points(batch, name):
+    scores, _, expected, *_ = batch
+    assert scores[name] == DIFFERENT.get(name, expected[name])
+
+
+@pytest.mark.parametrize("name", sorted(cases.BROKEN_FILES) + ["missing_notebook", "another_lab"])
+def test_a_broken_file_gets_zero_and_a_message(batch, name):
+    scores, comments, *_ = batch
+    assert scores[name] == 0
+    assert comments[name] and all(
+        any(words in comment for words in cases.BROKEN_MESSAGES) for comment in comments[name])
+
+
+def test_nothing_but_the_gradebook_and_autograded_copies_changed(batch):
+    *_, before, after, gradebook, _ = batch
+    assert before == after
+    assert not (cases.ROOT / "solutions" / "tampered.txt").exists()
+    with sqlite3.connect(gradebook) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_dead_kernel_is_reported_in_the_cell_that_killed_it(batch):
+    *_, course_folder = batch
+    nb = nbformat.read(course_folder / "autograded" / "exits_the_worker" / cases.LAB
+                       / f"{cases.LAB}.ipynb", as_version=4)
+    test = cases.cell(nb, "test_backward_pass")
+    assert [out.ename for out in test.outputs if out.output_type == "error"] == ["KernelDied"]
+
+
+def test_printed_output_is_cut(batch):
+    *_, course_folder = batch
+    path = course_folder / "autograded" / "prints_megabytes" / cases.LAB / f"{cases.LAB}.ipynb"
+    assert path.stat().st_size < 1_000_000
