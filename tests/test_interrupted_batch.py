@@ -1,0 +1,81 @@
+"""An autograde batch stopped half-way, by Ctrl-C or by ``kill -9``, resumes where it stopped.
+
+The batch runs as the instructor would run it, ``python -m autograder autograde`` in its own
+process group; once some submissions are graded the whole group gets the signal.  The gradebook
+must still be a sound SQLite file holding the finished submissions' scores, and a second run must
+grade exactly the rest (the finished ones' markers untouched) and end with every score right.
+"""
+import csv
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import runner, samples
+
+LAB = "lab2_graphs"
+KINDS = ["full", "bug", "full", "bug", "full", "bug", "full", "bug"]
+
+
+def _expected(kind):
+    return 100 - (dict(runner.test_cells(LAB))["test_" + samples.BUGS[LAB][0]]
+                  if kind == "bug" else 0)
+
+
+def _autograder(env, *arguments, **options):
+    return subprocess.run([sys.executable, "-m", "autograder", *arguments], env=env,
+                          capture_output=True, text=True, timeout=600, **options)
+
+
+def _scores(env, folder):
+    assert _autograder(env, "export", "--to", str(folder / "grades.csv")).returncode == 0
+    with open(folder / "grades.csv") as file:
+        return {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(file)
+                if row["assignment"] == LAB and row["raw_score"]}
+
+
+def _markers(course):
+    return {path.parent.parent.name: path.stat().st_mtime_ns
+            for path in (course / "autograded").glob(f"*/{LAB}/.mini-graded")}
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill"])
+def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number):
+    course = tmp_path / "course"
+    env = dict(os.environ, MINI_COURSE_DIR=str(course), MINI_RELEASE_DIR=str(tmp_path / "release"),
+               MINI_CELL_TIMEOUT="20")
+    assert _autograder(env, "release", LAB).returncode == 0
+    students = {f"student{n}": kind for n, kind in enumerate(KINDS)}
+    for student, kind in students.items():
+        samples.write(kind, LAB, tmp_path / "release", tmp_path / "inbox" / student / f"{LAB}.ipynb")
+    assert _autograder(env, "collect", str(tmp_path / "inbox")).returncode == 0
+
+    batch = subprocess.Popen([sys.executable, "-m", "autograder", "autograde", LAB,
+                              "--workers", "2"], env=env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not _markers(course):
+        assert batch.poll() is None and time.monotonic() < deadline, "nothing was graded"
+        time.sleep(0.05)
+    os.killpg(batch.pid, signal_number)
+    batch.wait(timeout=60)
+    finished = _markers(course)
+    assert 0 < len(finished) < len(students), "the batch was not stopped half-way"
+    with sqlite3.connect(course / "gradebook.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    scores = _scores(env, tmp_path)
+    for student in finished:
+        assert scores[student] == _expected(students[student])
+
+    again = _autograder(env, "autograde", LAB, "--workers", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"graded {len(students) - len(finished)} submission(s)" in again.stdout
+    markers = _markers(course)
+    assert set(markers) == set(students)
+    assert {student: markers[student] for student in finished} == finished
+    assert _scores(env, tmp_path) == {s: _expected(kind) for s, kind in students.items()}
