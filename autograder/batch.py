@@ -84,7 +84,8 @@ def _autograde_in_pool(lab, todo, workers, progress):
         with concurrent.futures.ProcessPoolExecutor(
                 workers, mp_context=context, initializer=_start_worker,
                 initargs=(str(gradebook), str(scratch), dict(os.environ))) as pool:
-            jobs = {pool.submit(_grade_one, lab, student): (student, path) for student, path in todo}
+            jobs = {pool.submit(_grade_one, lab, student): (student, path)
+                    for student, path in todo}
             for job in tqdm(concurrent.futures.as_completed(jobs), total=len(jobs),
                             desc=f"autograde {lab}", unit="submission", disable=not progress):
                 student, path = jobs[job]

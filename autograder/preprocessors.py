@@ -12,6 +12,7 @@
 All are named in ``nbgrader_config.py``.
 """
 import copy
+import queue
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
@@ -36,7 +37,7 @@ class RestoreCells(NbGraderPreprocessor):
         lab, name = resources["nbgrader"]["assignment"], resources["nbgrader"]["notebook"]
         with Gradebook(resources["nbgrader"]["db_url"]) as gb:
             source = gb.find_notebook(name, lab)
-            known = {cell.name: _metadata(cell, source) for cell in source.source_cells}
+            known = _release_metadata(source)
             types = {cell.name: cell.cell_type for cell in source.source_cells}
         kept, seen = [], set()
         for cell in nb.cells:
@@ -56,19 +57,21 @@ class RestoreCells(NbGraderPreprocessor):
         return nb, resources
 
 
-def _metadata(source_cell, notebook):
-    """The nbgrader metadata the release gave a cell, rebuilt from the gradebook."""
-    grades = {cell.name: cell for cell in notebook.grade_cells}
+def _release_metadata(notebook):
+    """``{grade id: nbgrader metadata}`` as the release gave them, rebuilt from the gradebook."""
+    grades = {cell.name: cell.max_score for cell in notebook.grade_cells}
+    tasks = {cell.name: cell.max_score for cell in notebook.task_cells}
     solutions = {cell.name for cell in notebook.solution_cells}
-    tasks = {cell.name: cell for cell in notebook.task_cells}
-    name = source_cell.name
-    meta = {"grade_id": name, "locked": source_cell.locked, "schema_version": 3,
-            "solution": name in solutions, "grade": name in grades}
-    if name in grades:
-        meta["points"] = grades[name].max_score
-    if name in tasks:
-        meta.update(task=True, points=tasks[name].max_score)
-    return meta
+    known = {}
+    for cell in notebook.source_cells:
+        meta = {"grade_id": cell.name, "locked": cell.locked, "schema_version": 3,
+                "solution": cell.name in solutions, "grade": cell.name in grades}
+        if cell.name in grades:
+            meta["points"] = grades[cell.name]
+        if cell.name in tasks:
+            meta.update(task=True, points=tasks[cell.name])
+        known[cell.name] = meta
+    return known
 
 
 class ResilientExecute(Execute):
@@ -77,8 +80,8 @@ class ResilientExecute(Execute):
     nbclient gives up on a notebook when its kernel dies, and nbgrader then grades none of it.
     Here that cell gets an error output saying what happened, a fresh kernel re-runs the code cells
     before it (except those that already failed this way or timed out), and execution carries on
-    with the next cell.  So a fill-in that crashes the kernel loses its own
-    test cell's points, as on the pytest path.
+    with the next cell.  So a fill-in that crashes the kernel loses its own test cell's points, as
+    on the pytest path.
     """
 
     def preprocess(self, nb, resources=None, km=None):
@@ -90,7 +93,7 @@ class ResilientExecute(Execute):
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._fail(cell, index, KERNEL_DIED, "the kernel died while this cell ran (a crash, "
-                                                 "os._exit or a signal); later cells ran in a new kernel")
+                       "os._exit or a signal); later cells ran in a new kernel")
             return cell, self.resources
         except CellTimeoutError:        # interrupted, and still no word from the kernel
             self._fail(cell, index, DEAF, self._deaf_message())
@@ -120,7 +123,7 @@ class ResilientExecute(Execute):
                     reply = await self.kc.shell_channel.get_msg(timeout=seconds)
                     if reply["parent_header"].get("msg_id") == msg_id:
                         return True
-            except Exception:                      # queue.Empty: no answer in time
+            except queue.Empty:
                 return False
         return run_sync(ping)()
 
@@ -140,9 +143,8 @@ class ResilientExecute(Execute):
                     return
 
 
-
 class CutOutput(NbGraderPreprocessor):
-    """Cut each text output of a code cell to ``max_chars`` characters; drop larger non-text data."""
+    """Cut each text output of a code cell to ``max_chars`` characters; drop larger other data."""
 
     max_chars = 20_000
 

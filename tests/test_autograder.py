@@ -2,7 +2,6 @@
 path), feedback, export, resume, the formgrader over HTTP, and the demo's sample students."""
 import csv
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -41,21 +40,17 @@ def _solution_cells(lab):
 @pytest.fixture(scope="module")
 def course_folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("course-run")
-    saved = {k: os.environ.get(k) for k in ("MINI_COURSE_DIR", "MINI_RELEASE_DIR", "MINI_CELL_TIMEOUT")}
-    os.environ.update(MINI_COURSE_DIR=str(root / "course"), MINI_RELEASE_DIR=str(root / "release"),
-                      MINI_CELL_TIMEOUT="20")
-    assert cli.main(["release", ",".join(NBGRADER_LABS)]) == 0
-    for lab in NBGRADER_LABS:
-        for kind, student in STUDENTS.items():
-            samples.write(kind, lab, root / "release", root / "inbox" / student / f"{lab}.ipynb")
-    assert cli.main(["collect", str(root / "inbox")]) == 0
-    assert cli.main(["autograde", ",".join(NBGRADER_LABS), "--workers", "2"]) == 0
-    yield root
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MINI_COURSE_DIR", str(root / "course"))
+        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
+        env.setenv("MINI_CELL_TIMEOUT", "20")
+        assert cli.main(["release", ",".join(NBGRADER_LABS)]) == 0
+        for lab in NBGRADER_LABS:
+            for kind, student in STUDENTS.items():
+                samples.write(kind, lab, root / "release", root / "inbox" / student / f"{lab}.ipynb")
+        assert cli.main(["collect", str(root / "inbox")]) == 0
+        assert cli.main(["autograde", ",".join(NBGRADER_LABS), "--workers", "2"]) == 0
+        yield root
 
 
 def _nbgrader_scores(root):

@@ -5,7 +5,6 @@ exactly the pytest path's score, except where the two paths differ by design (``
 the reason); the solutions, the release and the submissions must be unchanged, and the gradebook
 intact.
 """
-import os
 import shutil
 import sqlite3
 
@@ -28,10 +27,10 @@ DIFFERENT = {
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-nbgrader")
-    saved = {k: os.environ.get(k) for k in ("MINI_COURSE_DIR", "MINI_RELEASE_DIR", "MINI_CELL_TIMEOUT")}
-    os.environ.update(MINI_COURSE_DIR=str(root / "course"), MINI_RELEASE_DIR=str(root / "release"),
-                      MINI_CELL_TIMEOUT="5")
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MINI_COURSE_DIR", str(root / "course"))
+        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
+        env.setenv("MINI_CELL_TIMEOUT", "5")
         assert cli.main(["release", "lab3"]) == 0
         expected = cases.write_batch(root / "inbox")
         assert cli.main(["collect", str(root / "inbox")]) == 0
@@ -48,17 +47,12 @@ def batch(tmp_path_factory):
         from nbgrader.api import Gradebook
         grader = course.api()
         with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-            scores = {name: gb.find_submission(cases.LAB, name).score for name in expected}
-            comments = {name: [c.auto_comment for nb in gb.find_submission(cases.LAB, name).notebooks
-                               for c in nb.comments] for name in expected}
+            submissions = {name: gb.find_submission(cases.LAB, name) for name in expected}
+            scores = {name: sub.score for name, sub in submissions.items()}
+            comments = {name: [c.auto_comment for nb in sub.notebooks for c in nb.comments]
+                        for name, sub in submissions.items()}
         gradebook = root / "course" / "gradebook.db"
         yield scores, comments, expected, before, after, gradebook, root / "course"
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.mark.parametrize("name", sorted(cases.CASES) + ["ships_modules", "honest_full",

@@ -1,9 +1,11 @@
-"""An autograde batch stopped half-way, by Ctrl-C or by ``kill -9``, resumes where it stopped.
+"""Running the graders again: after an interruption, and for no reason at all.
 
+An ``autograde`` batch stopped half-way, by Ctrl-C or by ``kill -9``, resumes where it stopped.
 The batch runs as the instructor would run it, ``python -m autograder autograde`` in its own
 process group; once some submissions are graded the whole group gets the signal.  The gradebook
 must still be a sound SQLite file holding the finished submissions' scores, and a second run must
-grade exactly the rest (the finished ones' markers untouched) and end with every score right.
+grade exactly the rest (the finished ones' markers untouched) and end with every score right; a
+forced third run changes no score.  ``grade`` run twice with one seed writes the same files.
 """
 import csv
 import os
@@ -79,3 +81,23 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number)
     assert set(markers) == set(students)
     assert {student: markers[student] for student in finished} == finished
     assert _scores(env, tmp_path) == {s: _expected(kind) for s, kind in students.items()}
+    assert _autograder(env, "autograde", LAB, "--workers", "2", "--force").returncode == 0
+    assert _scores(env, tmp_path) == {s: _expected(kind) for s, kind in students.items()}
+
+
+def test_grading_twice_with_one_seed_writes_the_same_files(tmp_path):
+    env = dict(os.environ, MINI_COURSE_DIR=str(tmp_path / "course"))
+    labs = Path(runner.REPO) / "labs"
+    for n, kind in enumerate(["full", "bug", "untouched"]):
+        samples.write(kind, LAB, labs, tmp_path / "inbox" / f"student{n}" / f"{LAB}.ipynb")
+    for run in ("first", "second"):
+        done = _autograder(env, "grade", LAB, "--submissions", str(tmp_path / "inbox"),
+                           "--out", str(tmp_path / run), "--seed", "7", "--workers", "2")
+        assert done.returncode == 0, done.stdout + done.stderr
+    first, second = (_files(tmp_path / run) for run in ("first", "second"))
+    assert len(first) == 4 and first == second
+
+
+def _files(folder):
+    return {str(path.relative_to(folder)): path.read_bytes()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
