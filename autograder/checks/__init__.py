@@ -136,6 +136,22 @@ def grade(lab, fill_in, namespace, seed=None):
         verify(case, outcome)
 
 
+def program_listing(input_lines, steps):
+    """A drawn program as indented lines, for a failure message that shows the graph tested.
+
+    ``input_lines`` say what the inputs are (``"x1 = input of shape (2, 3)"``); each step is
+    ``(name, primitive name, operand names, {position: constant}, keyword arguments)``.
+    """
+    lines = list(input_lines)
+    for name, primitive_name, operands, constants, kwargs in steps:
+        args = list(operands)
+        for position, constant in sorted(constants.items()):
+            args.insert(position, repr(constant))
+        args += [f"{key}={value!r}" for key, value in kwargs.items()]
+        lines.append(f"{name} = {primitive_name}({', '.join(args)})")
+    return "\n    ".join([""] + lines)
+
+
 def to_plain(value):
     """Arrays and numbers to JSON-ready data: floats, lists, dicts, strings, None.
 

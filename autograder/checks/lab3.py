@@ -24,7 +24,7 @@ import numpy as np
 
 import mini
 import mini.autodiff
-from autograder.checks import Case
+from autograder.checks import Case, program_listing
 from mini.autodiff import Box
 from mini.primitives import sum_to_like
 
@@ -302,14 +302,8 @@ def _program(spec):
 
 def _listing(spec):
     inputs, steps = spec
-    lines = [f"{name} = input of shape {np.shape(value)}" for name, value in inputs]
-    for name, prim_name, operands, constants, kwargs in steps:
-        args = list(operands)
-        for position, constant in sorted(constants.items()):
-            args.insert(position, repr(constant))
-        args += [f"{key}={value!r}" for key, value in kwargs.items()]
-        lines.append(f"{name} = {prim_name}({', '.join(args)})")
-    return "\n    ".join([""] + lines)
+    return program_listing([f"{name} = input of shape {np.shape(value)}" for name, value in inputs],
+                           steps)
 
 
 def _node_key(node):

@@ -23,7 +23,7 @@ import contextlib
 import numpy as np
 
 import mini
-from autograder.checks import Case
+from autograder.checks import Case, program_listing
 from mini import framework as fw
 from mini import graph as _graph
 from mini import nn
@@ -259,14 +259,8 @@ def _build_program(inputs, steps):
 
 
 def _listing(inputs, steps):
-    lines = [f"{name} = {kind} of shape {np.shape(value)}" for name, kind, value in inputs]
-    for name, prim, operands, constants, kwargs in steps:
-        args = list(operands)
-        for position, constant in sorted(constants.items()):
-            args.insert(position, repr(constant))
-        args += [f"{key}={value!r}" for key, value in kwargs.items()]
-        lines.append(f"{name} = {prim}({', '.join(args)})")
-    return "\n    ".join([""] + lines)
+    return program_listing([f"{name} = {kind} of shape {np.shape(value)}"
+                            for name, kind, value in inputs], steps)
 
 
 def _random_graph_check(n_steps):
