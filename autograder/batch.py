@@ -38,70 +38,77 @@ def submissions(lab):
 Outcome = collections.namedtuple("Outcome", "graded zeroed failed")
 
 
-def autograde(lab, workers=None, force=False, progress=True):
-    """Autograde every collected submission of ``lab``.
+def autograde(labs, workers=None, force=False, progress=True):
+    """Autograde every collected submission of each lab in ``labs``.
 
-    Returns ``Outcome(graded, zeroed, failed)``: the students graded now; ``{student: reason}``
-    for files that are not a usable notebook of the lab (scored 0, the reason in the gradebook's
-    comments); and ``{student: reason}`` for those nbgrader could not grade.  One failing
-    submission never stops the batch.
+    All labs share one pool of workers, so a worker done with one lab goes on with the next while
+    another is still on a slow submission.  Returns ``{lab: Outcome(graded, zeroed, failed)}``: the
+    students graded now; ``{student: reason}`` for files that are not a usable notebook of the lab
+    (scored 0, the reason in the gradebook's comments); and ``{student: reason}`` for those
+    nbgrader could not grade.  One failing submission never stops the batch.
     """
     _quiet_nbgrader()
-    todo = [(student, path) for student, path in submissions(lab)
-            if force or not _already_graded(lab, student, path)]
-    zeroed = {}
-    for student, path in list(todo):
-        try:
-            read_notebook(path, lab)
-        except ValueError as error:
-            zeroed[student] = str(error)
-            _merge_zero(lab, student, path, str(error))
-            _mark_graded(lab, student, path)
-            todo.remove((student, path))
-    graded, failed = [], {}
+    outcomes = {lab: Outcome([], {}, {}) for lab in labs}
+    todo = []
+    for lab in labs:
+        for student, path in submissions(lab):
+            if not force and _already_graded(lab, student, path):
+                continue
+            try:
+                read_notebook(path, lab)
+            except ValueError as error:
+                outcomes[lab].zeroed[student] = str(error)
+                _merge_zero(lab, student, path, str(error))
+                _mark_graded(lab, student, path)
+                continue
+            todo.append((lab, student, path))
     for attempt in (1, 2):      # a grading process that dies takes its pool down: retry once
-        if not todo:
-            break
-        done, failed_now = _autograde_in_pool(lab, todo, workers, progress)
-        graded += done
-        lost = {student for student, reason in failed_now.items()
-                if reason.startswith("BrokenProcessPool") and attempt == 1}
-        failed.update({student: reason for student, reason in failed_now.items()
-                       if student not in lost})
-        todo = [(student, path) for student, path in todo if student in lost]
-    return Outcome(graded, zeroed, failed)
+        lost = []
+        for (lab, student, path), problem in _autograde_in_pool(todo, workers, progress):
+            if problem is None:
+                outcomes[lab].graded.append(student)
+            elif problem.startswith("BrokenProcessPool") and attempt == 1:
+                lost.append((lab, student, path))
+            else:
+                outcomes[lab].failed[student] = problem
+        todo = lost
+    return outcomes
 
 
-def _autograde_in_pool(lab, todo, workers, progress):
+def _autograde_in_pool(todo, workers, progress):
+    """Grade ``[(lab, student, path)]`` in a pool, merging scores as they come back.
+
+    Returns ``[((lab, student, path), None or why it could not be graded)]``.
+    """
     from tqdm import tqdm
 
+    if not todo:
+        return []
     gradebook = course.course_dir() / "gradebook.db"
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
-    graded, failed = [], {}
+    results = []
     scratch = Path(tempfile.mkdtemp(prefix="mini-autograde-"))
     context = multiprocessing.get_context("spawn")
     try:
         with concurrent.futures.ProcessPoolExecutor(
                 workers, mp_context=context, initializer=_start_worker,
                 initargs=(str(gradebook), str(scratch), dict(os.environ))) as pool:
-            jobs = {pool.submit(_grade_one, lab, student): (student, path)
-                    for student, path in todo}
+            jobs = {pool.submit(_grade_one, lab, student): (lab, student, path)
+                    for lab, student, path in todo}
             for job in tqdm(concurrent.futures.as_completed(jobs), total=len(jobs),
-                            desc=f"autograde {lab}", unit="submission", disable=not progress):
-                student, path = jobs[job]
+                            desc="autograde", unit="submission", disable=not progress):
+                lab, student, path = jobs[job]
                 try:
                     scores, problem = job.result()
                 except Exception as error:       # the worker process itself died
                     scores, problem = None, f"{type(error).__name__}: {error}"
-                if scores is None:
-                    failed[student] = problem
-                    continue
-                _merge(lab, student, scores)
-                _mark_graded(lab, student, path)
-                graded.append(student)
+                if scores is not None:
+                    _merge(lab, student, scores)
+                    _mark_graded(lab, student, path)
+                results.append((jobs[job], problem))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return graded, failed
+    return results
 
 
 def _quiet_nbgrader():

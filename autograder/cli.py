@@ -107,9 +107,8 @@ def _collect(args):
 
 def _autograde(args):
     from autograder import batch, course
-    failed_any = False
-    for lab in course.expand(args.lab):
-        graded, zeroed, failed = batch.autograde(lab, workers=args.workers, force=args.force)
+    outcomes = batch.autograde(course.expand(args.lab), workers=args.workers, force=args.force)
+    for lab, (graded, zeroed, failed) in outcomes.items():
         print(f"{lab}: graded {len(graded)} submission(s)"
               + (f", {len(zeroed)} scored 0 as unusable" if zeroed else "")
               + (f", {len(failed)} could not be graded:" if failed else ""))
@@ -117,8 +116,7 @@ def _autograde(args):
             print(f"  {student}: 0 points: {reason}")
         for student, reason in failed.items():
             print(f"  {student}: {reason.strip().splitlines()[-1] if reason.strip() else reason}")
-        failed_any |= bool(failed)
-    return 1 if failed_any else 0
+    return 1 if any(outcome.failed for outcome in outcomes.values()) else 0
 
 
 def _grade(args):

@@ -2,7 +2,8 @@
 paths' tests (tests/test_hostile.py and tests/test_hostile_nbgrader.py).
 
 ``CASES`` maps a name to ``(build, fill_in)``: ``build()`` returns the notebook, and the submission
-must lose exactly the points of ``fill_in`` (None: none).  ``BROKEN_FILES`` are not notebooks at all.
+must lose exactly the points of ``fill_in`` (None: none).  ``BROKEN_FILES`` are not notebooks at
+all.
 """
 import hashlib
 import json
@@ -96,7 +97,8 @@ def _change_kernelspec(nb):
 def broken_backward_pass_with_patches():
     nb = inside("backward_pass", "return {}")
     nb.cells.insert(2, nbformat.v4.new_code_cell(
-        "import numpy as np\nnp.allclose = lambda *a, **k: True\nnp.isclose = lambda *a, **k: True\n"
+        "import numpy as np\nnp.allclose = lambda *a, **k: True\n"
+        "np.isclose = lambda *a, **k: True\n"
         "try:\n    import autograder.checks as c\n    c.verify = lambda *a, **k: None\n"
         "except ImportError:\n    pass\n"
         "class Always(float):\n    def __eq__(self, other): return True\n"))
@@ -134,7 +136,8 @@ CASES = {
     "allocates_without_bound": (lambda: inside(
         "add_outgrads", "import numpy\nhoard = []\nwhile True:\n"
                         "    hoard.append(numpy.ones(10**8))"), "add_outgrads"),
-    "exits_the_worker": (lambda: inside("backward_pass", "import os\nos._exit(3)"), "backward_pass"),
+    "exits_the_worker": (lambda: inside("backward_pass", "import os\nos._exit(3)"),
+                         "backward_pass"),
     "kills_the_worker": (lambda: inside("make_vjp", "import os, signal\n"
                                                     "os.kill(os.getpid(), signal.SIGKILL)"),
                          "make_vjp"),
@@ -179,7 +182,7 @@ def expected_score(name):
 
 def write_batch(folder):
     """Every case, shipped file and broken file above, plus two honest students, as
-    ``folder/<student>/lab3_autodiff.ipynb``; returns the student names and their expected scores."""
+    ``folder/<student>/lab3_autodiff.ipynb``; returns ``{student: expected score}``."""
     expected = {"honest_full": 100, "honest_untouched": 0}
     write(folder, "honest_full", solution())
     write(folder, "honest_untouched", nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", 4))
@@ -211,4 +214,5 @@ def write(folder, student, nb):
     nbformat.write(nb, path)
 
 
-BROKEN_MESSAGES = ("not a readable notebook", "nbformat 3", "missing", "not a lab3_autodiff notebook")
+BROKEN_MESSAGES = ("not a readable notebook", "nbformat 3", "missing",
+                   "not a lab3_autodiff notebook")

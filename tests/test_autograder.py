@@ -47,7 +47,8 @@ def course_folder(tmp_path_factory):
         assert cli.main(["release", ",".join(NBGRADER_LABS)]) == 0
         for lab in NBGRADER_LABS:
             for kind, student in STUDENTS.items():
-                samples.write(kind, lab, root / "release", root / "inbox" / student / f"{lab}.ipynb")
+                samples.write(kind, lab, root / "release",
+                              root / "inbox" / student / f"{lab}.ipynb")
         assert cli.main(["collect", str(root / "inbox")]) == 0
         assert cli.main(["autograde", ",".join(NBGRADER_LABS), "--workers", "2"]) == 0
         yield root
@@ -94,12 +95,12 @@ def test_feedback_shows_results_but_no_hidden_test(course_folder):
 
 
 def test_a_second_autograde_resumes_instead_of_regrading(course_folder):
-    graded, _, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
+    graded, _, failed = batch.autograde(["lab2_graphs"], workers=1, progress=False)["lab2_graphs"]
     assert (graded, failed) == ([], {})
     marker = (course_folder / "course" / "autograded" / STUDENTS["full"] / "lab2_graphs"
               / batch.MARKER)
     marker.unlink()
-    graded, _, failed = batch.autograde("lab2_graphs", workers=1, progress=False)
+    graded, _, failed = batch.autograde(["lab2_graphs"], workers=1, progress=False)["lab2_graphs"]
     assert (graded, failed) == ([STUDENTS["full"]], {})
     assert _nbgrader_scores(course_folder)[(STUDENTS["full"], "lab2_graphs")] == 100
 

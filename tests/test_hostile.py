@@ -58,5 +58,6 @@ def test_nothing_outside_the_results_changed(batch):
 
 def test_printed_output_is_cut(batch):
     *_, out = batch
-    report = json.loads((out / cases.LAB / "prints_megabytes" / "results.json").read_text())["output"]
+    results = out / cases.LAB / "prints_megabytes" / "results.json"
+    report = json.loads(results.read_text())["output"]
     assert len(report) < 100_000 and "more characters cut" in report

@@ -54,7 +54,8 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number)
     assert _autograder(env, "release", LAB).returncode == 0
     students = {f"student{n}": kind for n, kind in enumerate(KINDS)}
     for student, kind in students.items():
-        samples.write(kind, LAB, tmp_path / "release", tmp_path / "inbox" / student / f"{LAB}.ipynb")
+        samples.write(kind, LAB, tmp_path / "release",
+                      tmp_path / "inbox" / student / f"{LAB}.ipynb")
     assert _autograder(env, "collect", str(tmp_path / "inbox")).returncode == 0
 
     batch = subprocess.Popen([sys.executable, "-m", "autograder", "autograde", LAB,
