@@ -2,7 +2,8 @@
 
 Both grading paths start student code through :func:`sandboxed`: the command runs in new user,
 mount and network namespaces (``unshare``, no privileges needed where the kernel allows
-unprivileged user namespaces), with an empty tmpfs mounted over each hidden folder.  Where
+unprivileged user namespaces), with an empty tmpfs mounted over each hidden folder and the grader's
+code and Python read-only, so a submission cannot change what grades the next one.  Where
 ``unshare`` cannot do that, commands run unchanged and :func:`isolation_note` says so in every result.
 
 nbgrader talks to its Jupyter kernels over sockets; in a network namespace a kernel cannot reach
@@ -12,6 +13,7 @@ import functools
 import json
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -40,25 +42,41 @@ def isolation_note():
 
 
 def sandboxed(command, hidden, keep=None):
-    """``command`` with no network and an empty folder over each of ``hidden``.
+    """``command`` with no network, an empty folder over each of ``hidden``, and the grader's own
+    code and Python installation read-only (:func:`protected_folders`).
 
     ``keep``: a shell expression naming one folder inside a hidden one that must stay visible
-    (bind-mounted back); the command then starts in it.  Unchanged where isolation is unavailable.
+    (bind-mounted back, writable); the command then starts in it.  Unchanged where isolation is
+    unavailable.
     """
     if not isolation_available():
         return command
-    hidden = [Path(folder) for folder in hidden]
-    hidden = [folder for folder in hidden       # a folder inside a hidden one is hidden already
-              if not any(other != folder and folder.is_relative_to(other) for other in hidden)]
     script = ""
     if keep:
         script += f'stash=$(mktemp -d) && mount --bind "{keep}" "$stash" && '
+    script += "".join(f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
+                      for folder in map(shlex.quote, map(str, _outermost(protected_folders()))))
     script += "".join(f"mount -t tmpfs -o size=1m none {shlex.quote(str(folder))} && "
-                      for folder in hidden)
+                      for folder in _outermost(hidden))
     if keep:
         script += f'mkdir -p "{keep}" && mount --bind "$stash" "{keep}" && cd "{keep}" && '
     return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", "sh", "-c",
             script + 'exec "$@"', "sh", *command]
+
+
+def protected_folders():
+    """What student code must not change: this repository (mini, the checks, the grader) and the
+    Python installation with its packages, which every later submission and the grader import."""
+    folders = [Path(__file__).resolve().parent.parent, Path(sys.prefix), Path(sys.base_prefix),
+               *map(Path, site.getsitepackages())]
+    return [folder.resolve() for folder in folders if folder.is_dir()]
+
+
+def _outermost(folders):
+    """``folders`` without those inside another one of them (covered already)."""
+    folders = [Path(folder) for folder in folders]
+    return [folder for folder in dict.fromkeys(folders)
+            if not any(other != folder and folder.is_relative_to(other) for other in folders)]
 
 
 def install_grading_kernel(data_dir, hidden, memory_bytes, file_bytes):

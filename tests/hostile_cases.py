@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
 from autograder import runner
 
@@ -125,6 +126,24 @@ def reads_and_writes_course_files():
         f"open({str(ROOT / 'solutions' / 'tampered.txt')!r}, 'w').write('x')\n")
 
 
+PLANTED = [ROOT / "mini" / "planted.py", ROOT / "autograder" / "checks" / "planted.py",
+           Path(np.__file__).parent / "planted.py"]
+
+
+def writes_into_the_grader():
+    """Tries to leave a module in mini, in the checks and in numpy, for later submissions."""
+    return with_cell(f"for path in {[str(path) for path in PLANTED]!r}:\n"
+                     "    try:\n        open(path, 'w').write('planted = True')\n"
+                     "    except OSError:\n        pass\n")
+
+
+def grader_sources():
+    """{path: sha256} of the Python sources of mini, the grader and numpy."""
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+            for folder in (ROOT / "mini", ROOT / "autograder", Path(np.__file__).parent)
+            for path in sorted(folder.rglob("*.py"))}
+
+
 CASES = {
     "loops_in_a_fill_in": (lambda: inside("add_outgrads", "while True:\n    pass"), "add_outgrads"),
     "ignores_alarms_and_interrupts_then_loops": (lambda: inside(
@@ -156,6 +175,7 @@ CASES = {
     "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, "backward_pass"),
     "calls_the_reference_solution": (reference_backward_pass, "backward_pass"),
     "reads_and_writes_course_files": (reads_and_writes_course_files, None),
+    "writes_into_the_grader": (writes_into_the_grader, None),
 }
 SHIPPED_FILES = {   # beside a complete solution: none of them may be imported while grading
     "numpy.py": "raise SystemExit('a numpy.py shipped beside the notebook was imported')\n",

@@ -2,7 +2,8 @@
 
 Every case of ``hostile_cases`` is built from lab 3's notebooks and graded in ONE batch beside two
 honest students; each must get exactly the score stated, and no file outside the results (the
-course folder, the solutions, the submissions) may change.
+course folder, the solutions, the submissions, the sources of mini, the grader and numpy) may
+change.
 """
 import csv
 import json
@@ -24,12 +25,14 @@ def batch(tmp_path_factory):
     (course / "gradebook.db").parent.mkdir(parents=True, exist_ok=True)
     (course / "gradebook.db").write_bytes(b"pretend gradebook")
     folders = (course, cases.ROOT / "solutions", submissions)
-    before = [cases.digest(folder) for folder in folders]
+    before = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
     out = root / "results"
     assert cli.main(["grade", cases.LAB, "--submissions", str(submissions), "--out", str(out),
                      "--seed", "11", "--workers", "2", "--cell-seconds", "3",
                      "--check-seconds", "10", "--worker-seconds", "40"]) == 0
-    after = [cases.digest(folder) for folder in folders]
+    after = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
+    for planted in cases.PLANTED:       # so that a failure here does not spoil later runs
+        planted.unlink(missing_ok=True)
     with open(out / "grades.csv") as file:
         scores = {row["student"]: float(row["score"]) for row in csv.DictReader(file)}
     return scores, expected, before, after, out

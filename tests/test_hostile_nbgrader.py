@@ -2,8 +2,8 @@
 
 One batch (lab 3, two workers, 5 s cells) beside two honest students.  Each submission must get
 exactly the pytest path's score, except where the two paths differ by design (``DIFFERENT``, with
-the reason); the solutions, the release and the submissions must be unchanged, and the gradebook
-intact.
+the reason); the solutions, the release, the submissions and the sources of mini, the grader and
+numpy must be unchanged, and the gradebook intact.
 """
 import shutil
 import sqlite3
@@ -41,9 +41,11 @@ def batch(tmp_path_factory):
                         submitted / "ships_modules" / cases.LAB / name)
         (submitted / "missing_notebook" / cases.LAB).mkdir(parents=True)
         folders = (cases.ROOT / "solutions", root / "release", submitted)
-        before = [cases.digest(folder) for folder in folders]
+        before = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
         assert cli.main(["autograde", "lab3", "--workers", "2"]) == 0
-        after = [cases.digest(folder) for folder in folders]
+        after = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
+        for planted in cases.PLANTED:   # so that a failure here does not spoil later runs
+            planted.unlink(missing_ok=True)
         from nbgrader.api import Gradebook
         grader = course.api()
         with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
