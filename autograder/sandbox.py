@@ -35,10 +35,10 @@ def isolation_available():
 def isolation_note():
     if isolation_available():
         return ("isolation: own network namespace (no network); course folder and solutions "
-                "hidden from the submission")
+                "hidden from the submission; mini, the grader and Python read-only")
     return ("isolation: NOT available here (no unprivileged user namespaces): the network was not "
-            "cut and the worker could read the instructor's files; run the grader as a separate "
-            "user or in a container (README, 'Grading untrusted code')")
+            "cut and the worker could read the instructor's files and change the grader's; run "
+            "the grader as a separate user or in a container (README, 'Grading untrusted code')")
 
 
 def sandboxed(command, hidden, keep=None):
