@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 
 from autograder import course, sandbox
-from autograder.runner import Limits, read_notebook
+from autograder.runner import Limits, hidden_folders, read_notebook
 
 MARKER = ".mini-graded"
 
@@ -118,16 +118,20 @@ def _quiet_nbgrader():
     warnings.filterwarnings("ignore", module=r"nbformat\.")
 
 
+def _autograded(lab, student):
+    """The folder of a submission's autograded copy (where its kernel runs and its marker lies)."""
+    return course.course_dir() / "autograded" / student / lab
+
+
 def _already_graded(lab, student, path):
-    marker = course.course_dir() / "autograded" / student / lab / MARKER
+    marker = _autograded(lab, student) / MARKER
     return marker.is_file() and marker.read_text() == _digest(path)
 
 
 def _mark_graded(lab, student, path):
     """Leave the hash of the notebook whose scores are now in the gradebook."""
-    marker = course.course_dir() / "autograded" / student / lab / MARKER
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(_digest(path))
+    _autograded(lab, student).mkdir(parents=True, exist_ok=True)
+    (_autograded(lab, student) / MARKER).write_text(_digest(path))
 
 
 def _digest(path):
@@ -155,9 +159,8 @@ def _start_worker(gradebook, scratch, environment):
     shutil.copy(gradebook, private)
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
     limits = Limits()
-    kernel = sandbox.install_grading_kernel(
-        mine / "jupyter", [course.REPO / "solutions", course.course_dir(), mine / "db"],
-        limits.memory_bytes, limits.file_bytes)
+    kernel = sandbox.install_grading_kernel(mine / "jupyter", hidden_folders() + [mine / "db"],
+                                            limits.memory_bytes, limits.file_bytes)
     (mine / "run").mkdir()
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
@@ -165,7 +168,7 @@ def _start_worker(gradebook, scratch, environment):
 
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
-    os.environ["MINI_KERNEL_HOME"] = str(course.course_dir() / "autograded" / student / lab)
+    os.environ["MINI_KERNEL_HOME"] = str(_autograded(lab, student))
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:
         return None, _reason(result.get("log", "") + "\n" + (result.get("error") or ""))
@@ -226,7 +229,7 @@ def feedback(lab):
     grader = course.api()
     problems = {}
     for student, _ in submissions(lab):
-        if not (course.course_dir() / "autograded" / student / lab / f"{lab}.ipynb").is_file():
+        if not (_autograded(lab, student) / f"{lab}.ipynb").is_file():
             problems[student] = "not autograded (an unusable file: see the gradebook's comments)"
             continue
         result = grader.generate_feedback(lab, student, force=True)

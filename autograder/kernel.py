@@ -14,8 +14,11 @@ import resource
 import sys
 import tempfile
 
-KEEP = ("PATH", "LANG", "LC_ALL", "JPY_PARENT_PID", "AUTOGRADER_SEED", "NUMBA_ENABLE_CUDASIM",
-        "MINI_CUDA", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE")
+from autograder.sandbox import student_environment
+
+# beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does), the
+# seed of the hidden checks, and the thread settings the instructor chose
+KEEP = ("JPY_PARENT_PID", "AUTOGRADER_SEED", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def main():
@@ -24,10 +27,8 @@ def main():
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
     home = tempfile.mkdtemp(prefix="mini-kernel-")
-    environment = {key: os.environ[key] for key in KEEP if key in os.environ}
-    environment.update(HOME=home, TMPDIR=home, IPYTHONDIR=os.path.join(home, "ipython"),
-                       MPLCONFIGDIR=os.path.join(home, "matplotlib"),
-                       NUMBA_CACHE_DIR=os.path.join(home, "numba"), PYTHONDONTWRITEBYTECODE="1")
+    environment = {**student_environment(home, keep=KEEP),
+                   "IPYTHONDIR": os.path.join(home, "ipython")}
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

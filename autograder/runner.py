@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.checks import case_for, checks_of, verify
-from autograder.sandbox import isolation_note, sandboxed
+from autograder.sandbox import isolation_note, sandboxed, student_environment
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_EVENT_BYTES = 16 * 2**20
@@ -231,7 +231,8 @@ def _run_worker(cells, keys, lab, seed, limits):
 
 
 def hidden_folders():
-    """What a worker must not see: the answers, the course (gradebook, other submissions)."""
+    """What student code must not see, on both paths: the answers, the course (gradebook, other
+    submissions) and the submissions folder being graded."""
     from autograder.course import course_dir
     folders = [REPO / "solutions", course_dir()]
     if os.environ.get("MINI_GRADE_SUBMISSIONS"):
@@ -326,12 +327,6 @@ def _user_tasks():
 
 
 def _worker_environment(scratch):
-    """Only what Python, numpy and numba need; nothing of the instructor's environment."""
-    keep = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "NUMBA_ENABLE_CUDASIM",
-                                             "MINI_CUDA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-            if key in os.environ}
-    return {**keep, "HOME": str(scratch), "TMPDIR": str(scratch), "MPLBACKEND": "Agg",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "NUMBA_CACHE_DIR": str(scratch / "numba")}
-
+    """Only what Python, numpy and numba need, one thread each; nothing of the instructor's."""
+    return {**student_environment(scratch), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}

@@ -11,6 +11,7 @@ the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sock
 """
 import functools
 import json
+import os
 import shlex
 import shutil
 import site
@@ -77,6 +78,22 @@ def _outermost(folders):
     folders = [Path(folder) for folder in folders]
     return [folder for folder in dict.fromkeys(folders)
             if not any(other != folder and folder.is_relative_to(other) for other in folders)]
+
+
+STUDENT_VARIABLES = ("PATH", "LANG", "LC_ALL", "NUMBA_ENABLE_CUDASIM", "MINI_CUDA",
+                     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def student_environment(home, keep=()):
+    """The environment student code starts with, on both paths: the few variables Python, numpy
+    and numba need (``STUDENT_VARIABLES`` and ``keep``), nothing else of the grader's, and every
+    folder a library writes to inside ``home``."""
+    home = str(home)
+    environment = {key: os.environ[key] for key in (*STUDENT_VARIABLES, *keep)
+                   if key in os.environ}
+    environment.update(HOME=home, TMPDIR=home, MPLCONFIGDIR=os.path.join(home, "matplotlib"),
+                       NUMBA_CACHE_DIR=os.path.join(home, "numba"), PYTHONDONTWRITEBYTECODE="1")
+    return environment
 
 
 def install_grading_kernel(data_dir, hidden, memory_bytes, file_bytes):
