@@ -9,15 +9,24 @@ the parent alone writes them into the course gradebook, one submission per trans
 submission's scores are in, a marker with the notebook's hash is left beside its autograded copy,
 so a batch that was interrupted resumes where it stopped and an unchanged submission is not graded
 twice.
+
+Ctrl-C stops a batch between two merges: the parent takes SIGINT as a request (a flag, not an
+exception that could land in the middle of a merge, or in a finalizer that would swallow it),
+merges nothing more, tells the workers to start no other submission, waits for them (the Ctrl-C
+of a terminal reaches them too, and nbgrader gives up on the notebook it was running) and raises
+KeyboardInterrupt.  The scores merged before stay, with their markers.
 """
 import collections
 import concurrent.futures
+import contextlib
 import hashlib
 import multiprocessing
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -29,8 +38,17 @@ MARKER = ".mini-graded"
 
 def submissions(lab):
     """``[(student, notebook path)]`` collected for ``lab``, sorted by student (the notebook may
-    be missing from a student's folder)."""
+    be missing from a student's folder).
+
+    Raises FileNotFoundError when nothing was ever collected into the course (no ``submitted/``),
+    and PermissionError when that folder cannot be read: either way nothing could be graded.
+    """
     root = course.course_dir() / "submitted"
+    if not root.is_dir():
+        raise FileNotFoundError(f"there is no folder of submissions {root}: bring them in with "
+                                "'python -m autograder collect DIR' first")
+    if not os.access(root, os.R_OK | os.X_OK):
+        raise PermissionError(f"the folder of submissions {root} cannot be read")
     return sorted((folder.parent.name, folder / f"{lab}.ipynb")
                   for folder in root.glob(f"*/{lab}") if folder.is_dir())
 
@@ -78,7 +96,8 @@ def autograde(labs, workers=None, force=False, progress=True):
 def _autograde_in_pool(todo, workers, progress):
     """Grade ``[(lab, student, path)]`` in a pool, merging scores as they come back.
 
-    Returns ``[((lab, student, path), None or why it could not be graded)]``.
+    Returns ``[((lab, student, path), None or why it could not be graded)]``; raises
+    KeyboardInterrupt after a Ctrl-C, once the workers have stopped.
     """
     from tqdm import tqdm
 
@@ -89,26 +108,54 @@ def _autograde_in_pool(todo, workers, progress):
     results = []
     scratch = Path(tempfile.mkdtemp(prefix="mini-autograde-"))
     context = multiprocessing.get_context("spawn")
+    interrupted, stop = threading.Event(), context.Event()   # seen by the parent, the workers
     try:
-        with concurrent.futures.ProcessPoolExecutor(
+        with _ctrl_c_sets(interrupted), concurrent.futures.ProcessPoolExecutor(
                 workers, mp_context=context, initializer=_start_worker,
-                initargs=(str(gradebook), str(scratch), dict(os.environ))) as pool:
-            jobs = {pool.submit(_grade_one, lab, student): (lab, student, path)
-                    for lab, student, path in todo}
-            for job in tqdm(concurrent.futures.as_completed(jobs), total=len(jobs),
-                            desc="autograde", unit="submission", disable=not progress):
-                lab, student, path = jobs[job]
-                try:
-                    scores, problem = job.result()
-                except Exception as error:       # the worker process itself died
-                    scores, problem = None, f"{type(error).__name__}: {error}"
-                if scores is not None:
-                    _merge(lab, student, scores)
-                    _mark_graded(lab, student, path)
-                results.append((jobs[job], problem))
+                initargs=(str(gradebook), str(scratch), dict(os.environ), stop)) as pool, \
+                tqdm(total=len(todo), desc="autograde", unit="submission",
+                     disable=not progress) as bar:
+            pending = {pool.submit(_grade_one, lab, student): (lab, student, path)
+                       for lab, student, path in todo}
+            while pending and not interrupted.is_set():
+                done, _ = concurrent.futures.wait(
+                    pending, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
+                for job in done:
+                    lab, student, path = submission = pending.pop(job)
+                    try:
+                        scores, problem = job.result()
+                    except Exception as error:       # the worker process itself died
+                        scores, problem = None, f"{type(error).__name__}: {error}"
+                    if scores is not None:
+                        _merge(lab, student, scores)
+                        _mark_graded(lab, student, path)
+                    results.append((submission, problem))
+                    bar.update()
+            if interrupted.is_set():
+                stop.set()
+                for job in pending:
+                    job.cancel()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if interrupted.is_set():
+        raise KeyboardInterrupt(f"autograde stopped with {len(results)} of {len(todo)} "
+                                "submission(s) done")
     return results
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets(event):
+    """While the batch runs, SIGINT sets ``event`` instead of raising KeyboardInterrupt wherever
+    the main thread happens to be.  Off the main thread (Python runs no signal handlers there)
+    nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, frame: event.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 def _quiet_nbgrader():
@@ -142,15 +189,17 @@ def _digest(path):
 # --- inside a worker process ---------------------------------------------------------------------
 
 _api = None
+_stop = None
 
 
-def _start_worker(gradebook, scratch, environment):
+def _start_worker(gradebook, scratch, environment, stop):
     """Copy the gradebook for this worker alone and open nbgrader's API on the copy.
 
     Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
     submission's own autograded copy), nor the solutions, nor the gradebook copies, nor the network.
     """
-    global _api
+    global _api, _stop
+    _stop = stop
     os.environ.update(environment)
     _quiet_nbgrader()
     mine = Path(scratch) / str(os.getpid())
@@ -168,6 +217,8 @@ def _start_worker(gradebook, scratch, environment):
 
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
+    if _stop.is_set():
+        return None, "Interrupted: autograde was stopped before this submission"
     os.environ["MINI_KERNEL_HOME"] = str(_autograded(lab, student))
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:

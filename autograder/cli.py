@@ -8,8 +8,10 @@
     export                 every score as CSV
     demo                   all of the above on generated sample submissions
 
-Exit status: 0 when every submission was graded (whatever its score), 1 when some could not be,
-2 for a usage error.
+Exit status: 0 when every submission was graded (whatever its score); 1 when some could not be,
+or grading itself failed (a grader-side error, results that could not be written); 2 for a usage
+error (an unknown lab, a folder that does not exist); 130 when Ctrl-C stopped ``autograde`` (run it
+again to grade the rest).
 """
 import argparse
 import json
@@ -25,9 +27,12 @@ def main(argv=None):
         os.environ["MINI_COURSE_DIR"] = str(Path(args.course).resolve())
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, NotADirectoryError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except PermissionError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
 
 
 def _parser():
@@ -107,7 +112,13 @@ def _collect(args):
 
 def _autograde(args):
     from autograder import batch, course
-    outcomes = batch.autograde(course.expand(args.lab), workers=args.workers, force=args.force)
+    try:
+        outcomes = batch.autograde(course.expand(args.lab), workers=args.workers,
+                                   force=args.force)
+    except KeyboardInterrupt as stopped:
+        print(f"\ninterrupted: {stopped or 'autograde stopped'}; the scores merged so far are in "
+              "the gradebook, and running autograde again grades the rest", file=sys.stderr)
+        return 130
     for lab, (graded, zeroed, failed) in outcomes.items():
         print(f"{lab}: graded {len(graded)} submission(s)"
               + (f", {len(zeroed)} scored 0 as unusable" if zeroed else "")
@@ -125,10 +136,14 @@ def _grade(args):
     from autograder import course
     from autograder.checks import new_seed
     seed = args.seed if args.seed is not None else new_seed()
+    submissions = Path(args.submissions or course.course_dir() / "submitted").resolve()
+    if not submissions.is_dir():
+        raise FileNotFoundError(f"there is no folder of submissions {submissions}")
+    if not any(path.is_dir() for path in submissions.iterdir()):
+        raise ValueError(f"{submissions} holds no student folders (<student>/<lab>.ipynb)")
     out = Path(args.out or course.course_dir() / "results").resolve()
     os.environ.update({
-        "MINI_GRADE_SUBMISSIONS": str(Path(args.submissions or course.course_dir() / "submitted")
-                                      .resolve()),
+        "MINI_GRADE_SUBMISSIONS": str(submissions),
         "MINI_GRADE_LABS": ",".join(course.expand(args.lab)),
         "MINI_GRADE_OUT": str(out), "MINI_GRADE_SEED": str(seed),
         "MINI_GRADE_WORKERS": str(args.workers),
@@ -136,10 +151,38 @@ def _grade(args):
                                          "cell_seconds": args.cell_seconds,
                                          "worker_seconds": args.worker_seconds})})
     report = ["-v", "--tb=short"] if args.verbose else ["-q", "--tb=no", "-rN"]  # details: JSON
+    failures = _GraderFailures()
     code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
-                        "-W", "ignore::pytest.PytestAssertRewriteWarning", *report])
+                        "-W", "ignore::pytest.PytestAssertRewriteWarning", *report],
+                       plugins=[failures])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        failures.problems.append(f"pytest stopped ({code!r})")
+    if failures.problems:
+        print(f"error: grading failed: {failures.problems[0]}", file=sys.stderr)
+        return 1
     print(f"results in {out} (seed {seed})")
-    return 0 if code in (0, 1) else 1      # 1 = some student lost points: grading worked
+    return 0
+
+
+class _GraderFailures:
+    """A pytest plugin that notes what went wrong in the grader rather than in a submission.
+
+    A test cell a student lost fails with the verdict's AssertionError, and pytest's exit status
+    is then 1, the same as for an error while collecting or setting up the tests (the batch could
+    not be graded, or its results not written): only the reports tell the two apart.
+    """
+
+    def __init__(self):
+        self.problems = []
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.problems.append(report.longreprtext.strip().splitlines()[-1])
+
+    def pytest_runtest_makereport(self, item, call):
+        if call.excinfo is not None and not (
+                call.when == "call" and call.excinfo.errisinstance(AssertionError)):
+            self.problems.append(call.excinfo.exconly().splitlines()[0])
 
 
 def _feedback(args):

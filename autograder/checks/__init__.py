@@ -160,6 +160,8 @@ def to_plain(value):
     """
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, np.bool_):
+        return bool(value)
     if isinstance(value, dict):
         return {str(key): to_plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)) and not _is_numeric_sequence(value):
@@ -187,11 +189,20 @@ def _is_numeric_sequence(value):
 
 
 def _difference(got, expected, rtol, atol, path="the result"):
-    """A sentence saying how ``got`` differs from ``expected``, or None if it does not."""
+    """A sentence saying how ``got`` differs from ``expected``, or None if it does not.
+
+    Containers must match exactly (the same keys, the same number of items), strings, None and
+    booleans must be equal, and numbers must have exactly the expected shape (``np.isclose`` would
+    broadcast a (1, n) answer against (n,)) and agree within the tolerances; NaN matches NaN.
+    """
     if isinstance(expected, dict):
-        if not isinstance(got, dict) or set(got) != set(expected):
-            return (f"{path} should be a dict with keys {sorted(expected)}, got "
-                    f"{sorted(got) if isinstance(got, dict) else type(got).__name__}")
+        if not isinstance(got, dict):
+            return f"{path} should be a dict with keys {_keys(expected)}, got {_describe(got)}"
+        missing, extra = set(expected) - set(got), set(got) - set(expected)
+        if missing or extra:
+            return (f"{path} should be a dict with keys {_keys(expected)}, got one "
+                    + " and ".join(([f"without {_keys(missing)}"] if missing else [])
+                                   + ([f"with unexpected {_keys(extra)}"] if extra else [])))
         for key in expected:
             problem = _difference(got[key], expected[key], rtol, atol, f"{path}[{key!r}]")
             if problem:
@@ -205,15 +216,18 @@ def _difference(got, expected, rtol, atol, path="the result"):
             if problem:
                 return problem
         return None
-    if isinstance(expected, str) or expected is None:
-        return None if got == expected else f"{path} should be {expected!r}, got {got!r}"
+    if _exact_kind(expected):
+        if _exact_kind(got) == _exact_kind(expected) and got == expected:
+            return None
+        return f"{path} should be {expected!r}, got {_describe(got)}"
     expected = np.asarray(expected, dtype=np.float64)
-    if not isinstance(got, np.ndarray) and not isinstance(got, float):
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (np.ndarray, float, int)) or (
+            isinstance(got, np.ndarray) and got.dtype.kind not in "iuf"):
         return f"{path} should be a number or an array of shape {expected.shape}, got {_describe(got)}"
     got = np.asarray(got, dtype=np.float64)
     if got.shape != expected.shape:
         return f"{path} has shape {got.shape}, expected shape {expected.shape}"
-    bad = ~np.isclose(got, expected, rtol=rtol, atol=atol)
+    bad = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         where = f" at index {index}" if index else ""
@@ -222,7 +236,27 @@ def _difference(got, expected, rtol, atol, path="the result"):
     return None
 
 
+def _exact_kind(value):
+    """What a value compared by equality is (None, a string, a boolean); None for anything else."""
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    return None
+
+
+def _keys(keys):
+    return sorted(map(str, keys))
+
+
 def _describe(value):
     if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape}"
+        numeric = value.dtype.kind in "iuf"
+        return f"an array of shape {value.shape}" + ("" if numeric else f" of {value.dtype} values")
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return f"a dict with keys {_keys(value)}"
     return f"{type(value).__name__} {value!r:.80}"
