@@ -31,6 +31,58 @@ def test_map_equals_numpy(fn, shape, dtype):
     np.testing.assert_allclose(out, fn(x), rtol=RTOL[dtype])
 
 
+def _ulps_apart(a, b):
+    """How many float32 values lie between a and b (0 when equal, +0 and -0 equal too)."""
+    def ordered(v):
+        bits = v.view(np.int32).astype(np.int64)
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+    return np.abs(ordered(a) - ordered(b))
+
+
+def _exp_float32_exact(x):
+    """e^x rounded once to float32, from float64 (53 bits, so no double-rounding error to speak of)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.exp(x.astype(np.float64)).astype(np.float32)
+
+
+def test_exp_float32_within_one_ulp_over_the_whole_float32_range():
+    # every 1021st bit pattern: 4.2 million numbers, all exponents, both signs, NaNs and infinities
+    x = np.arange(0, 2 ** 32, 1021, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    out, exact = cpu.map(cpu.exp, x), _exp_float32_exact(x)
+    nan = np.isnan(x)
+    assert np.all(np.isnan(out[nan]))
+    assert _ulps_apart(out[~nan], exact[~nan]).max() <= 1
+
+
+def test_exp_float32_at_the_edges_of_the_range():
+    """Where e^x overflows (x > 88.72), leaves the normal range (x < -87.34), leaves the
+    subnormals (x < -103.97); +-0, +-inf and NaN: exactly float32's e^x."""
+    edges = []
+    for x in np.float32([88.72283935546875, -87.33654475, -103.27892990343184, -103.97207708]):
+        for _ in range(8):
+            x = np.nextafter(x, np.float32(-np.inf))
+        for _ in range(17):
+            edges.append(x)
+            x = np.nextafter(x, np.float32(np.inf))
+    x = np.array(edges + [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e30, -1e30],
+                 np.float32)
+    np.testing.assert_array_equal(cpu.map(cpu.exp, x), _exp_float32_exact(x))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("size", [1, 3, 17, 1_000_003])
+def test_mini_exp_equals_numpy_on_awkward_sizes(size, dtype):
+    x = (_random(size, dtype, 9) * 30).astype(dtype)
+    out = cpu.map(cpu.exp, x)
+    assert out.dtype == dtype
+    if dtype is np.float64:
+        np.testing.assert_array_equal(out, np.exp(x))   # the C library's exp, as numpy
+    else:
+        assert _ulps_apart(out, _exp_float32_exact(x)).max() <= 1
+    strided = _random((33, 65), dtype, 10).T            # not contiguous
+    np.testing.assert_allclose(cpu.map(cpu.exp, strided), np.exp(strided), rtol=RTOL[dtype])
+
+
 def test_map_takes_njit_functions_and_strided_input():
     square_plus_one = njit(lambda v: v * v + 1)
     x = _random((33, 65), np.float64, 1).T   # not contiguous
@@ -84,6 +136,33 @@ def test_reduce_sum_and_max_equal_numpy(shape, dtype):
         np.testing.assert_allclose(total, x.sum(axis), rtol=RTOL[dtype] * 10,
                                    atol=RTOL[dtype] * 10 * np.sqrt(x.size))
         np.testing.assert_array_equal(cpu.reduce(np.maximum, x, axis, -np.inf), x.max(axis))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("size", [1, 3, 17, 1_000_003])
+def test_reduce_max_is_nan_wherever_a_nan_is(size, dtype):
+    x = _random(size, dtype, 11)
+    assert cpu.reduce(np.maximum, x, None, -np.inf) == x.max()
+    for where in {0, size // 2, size - 1}:
+        y = x.copy()
+        y[where] = np.nan
+        assert np.isnan(cpu.reduce(np.maximum, y, None, -np.inf)), f"NaN at {where} of {size}"
+    y = x.copy()
+    y[size // 3] = np.inf
+    assert cpu.reduce(np.maximum, y, None, -np.inf) == np.inf
+    y[size // 3] = -np.inf
+    assert cpu.reduce(np.maximum, y, None, -np.inf) == y.max()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reduce_max_by_rows_with_nan_inf_and_strided_input(dtype):
+    x = _random((7, 5000), dtype, 12)
+    x[1, 4999], x[3, 0], x[4, :] = np.nan, np.inf, -np.inf
+    x[5, 2500] = np.nan
+    for axis in (0, 1, -1, None):
+        np.testing.assert_array_equal(cpu.reduce(np.maximum, x, axis, -np.inf), x.max(axis))
+    strided = x[::2, ::3]
+    np.testing.assert_array_equal(cpu.reduce(np.maximum, strided, 1, -np.inf), strided.max(1))
 
 
 def test_reduce_of_all_elements_returns_a_numpy_scalar():
