@@ -9,12 +9,15 @@ substitute a reference for *another* fill-in keep the real one.
 The pytest path's worker switches them off for good before any student code runs
 (:func:`disable_reference`).  On the nbgrader path the checks run in the student's kernel, where
 the lab's own visible tests use the references, so a hidden test cell switches them off only while
-its checks call the student's code (:func:`reference_disabled`), in mini's modules and in the
-notebook's names.
+its checks call the student's code (:func:`reference_disabled`), in mini's modules, in the
+notebook's names and in what the notebook's functions captured (a default argument, a closure).
 """
 import contextlib
+import functools
 import importlib
+import itertools
 import sys
+import types
 
 from autograder.checks import checks_of
 
@@ -25,44 +28,86 @@ class ReferenceDisabled(RuntimeError):
 
 def disable_reference(lab):
     """Stub every name, in every loaded ``mini`` module, bound to a listed reference function."""
-    for owner, alias, _, stub in _replacements(lab, _mini_modules()):
-        setattr(owner, alias, stub)
+    for put, _, stub in _replacements(lab, _module_places(_mini_modules())):
+        put(stub)
 
 
 @contextlib.contextmanager
 def reference_disabled(lab, namespace):
-    """The stubs of :func:`disable_reference`, also over ``namespace``'s names, undone on exit."""
-    replacements = _replacements(lab, _mini_modules() + [_Names(namespace)])
-    for owner, alias, _, stub in replacements:
-        setattr(owner, alias, stub)
+    """The stubs of :func:`disable_reference`, also over ``namespace``'s names and what its
+    functions captured (default arguments, closures, class attributes), undone on exit."""
+    replacements = _replacements(lab, itertools.chain(_module_places(_mini_modules()),
+                                                      _captured_places(namespace)))
+    for put, _, stub in replacements:
+        put(stub)
     try:
         yield
     finally:
-        for owner, alias, original, _ in replacements:
-            setattr(owner, alias, original)
+        for put, original, _ in reversed(replacements):
+            put(original)
 
 
 def _mini_modules():
     return [module for key, module in list(sys.modules.items()) if key.split(".")[0] == "mini"]
 
 
-def _replacements(lab, owners):
-    """``[(owner, alias, original, stub)]`` for every alias of a reference in ``owners``."""
+def _replacements(lab, places):
+    """``[(put, original, stub)]`` for every place in ``places`` that holds a reference.
+
+    ``places`` yields ``(value, put)``: what one place holds, and a function that rebinds it.
+    """
     checks_of(lab)                       # import the checks (and their references) first
     module = importlib.import_module(f"autograder.checks.{lab.split('_')[0]}")
-    found, seen = [], set()
+    stubs = {}
     for dotted in getattr(module, "REFERENCE", ()):
         owner_name, name = dotted.rsplit(".", 1)
         original = getattr(importlib.import_module(owner_name), name)
-        if isinstance(original, _Stub) or id(original) in seen:
-            continue
-        seen.add(id(original))
-        stub = _Stub(dotted, lab)
-        for owner in owners:
-            for alias, value in list(vars(owner).items()):
-                if value is original:
-                    found.append((owner, alias, original, stub))
-    return found
+        if not isinstance(original, _Stub) and id(original) not in stubs:
+            stubs[id(original)] = (original, _Stub(dotted, lab))
+    return [(put, *stubs[id(value)]) for value, put in places if id(value) in stubs]
+
+
+def _module_places(modules):
+    """Every global of ``modules``, as ``(value, put)``."""
+    for module in modules:
+        for alias, value in list(vars(module).items()):
+            yield value, functools.partial(setattr, module, alias)
+
+
+def _captured_places(namespace):
+    """A notebook's names and what the functions and classes it defined hold on to, as
+    ``(value, put)``: default arguments, closure cells and class attributes, followed into the
+    functions and classes found there (a reference captured when a cell ran is still the
+    reference when the hidden checks run)."""
+    module_name = namespace.get("__name__")
+    seen = set()
+
+    def places(owner, items, put):
+        for key, value in items:
+            yield value, functools.partial(put, owner, key)
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if isinstance(value, types.FunctionType) and value.__module__ == module_name:
+                yield from places(value, enumerate(value.__defaults__ or ()), _put_default)
+                yield from places(value.__kwdefaults__, list((value.__kwdefaults__ or {}).items()),
+                                  dict.__setitem__)
+                for cell in value.__closure__ or ():
+                    try:
+                        contents = cell.cell_contents
+                    except ValueError:                  # a variable not assigned yet
+                        continue
+                    yield from places(cell, [("cell_contents", contents)], setattr)
+            elif isinstance(value, type) and value.__module__ == module_name:
+                yield from places(value, list(vars(value).items()), setattr)
+
+    yield from places(namespace, list(namespace.items()), dict.__setitem__)
+
+
+def _put_default(function, index, value):
+    defaults = list(function.__defaults__)
+    defaults[index] = value
+    function.__defaults__ = tuple(defaults)
 
 
 class _Stub:
@@ -76,13 +121,6 @@ class _Stub:
         raise ReferenceDisabled(f"{self.dotted} is mini's reference for what {self.lab} asks you "
                                 "to write, so it is switched off while the lab is graded: use "
                                 "your own")
-
-
-class _Names:
-    """A dict of names (a notebook's globals) seen through ``vars()`` and ``setattr``."""
-
-    def __init__(self, names):
-        self.__dict__ = names
 
 
 class _NoAutograder:
