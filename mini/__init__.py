@@ -10,13 +10,18 @@ by tracing), ``mini.gradcheck`` (central differences), ``mini.framework`` (a Ten
 static graph over the same table), ``mini.nn`` and ``mini.data`` (a sentiment classifier),
 ``mini.kernels`` (Numba CPU and CUDA kernels as a backend) and ``mini.viz`` (pictures).
 """
-from mini.autodiff import add_outgrads, backward_pass, grad, jacobian, make_vjp, value_and_grad
+from mini.autodiff import (
+    add_outgrads, backward_pass, grad, hessian, hessian_vector_product, jacobian, make_vjp,
+    value_and_grad,
+)
 from mini.backend import get_backend, set_backend, use_backend
+from mini.forward import jvp, make_jvp
 from mini.gradcheck import check_grads, diagnose, numerical_grad
 from mini.graph import CycleError, Node, evaluate, toposort
 from mini.primitives import (
-    add, axis_size, concatenate, defvjp, defvjp_every_argument, defvjp_zero, divide, dot, equal, exp,
-    getitem, greater, log, log_softmax, logsumexp, matmul, maximum, mean, multiply, negative,
-    one_hot, ones_like, power, primitive, relu, reshape, sigmoid, softmax, subtract, sum, take, tanh,
-    transpose, vjp_of, vjp_table, zeros_like,
+    add, axis_size, concatenate, defjvp, defvjp, defvjp_every_argument, defvjp_zero, divide, dot,
+    equal, exp, getitem, greater, greater_equal, jvp_of, jvp_table, less, less_equal, log,
+    log_softmax, logsumexp, matmul, maximum, mean, multiply, negative, not_equal, one_hot,
+    ones_like, power, primitive, relu, reshape, sigmoid, softmax, stack, subtract, sum, take, tanh,
+    transpose, vjp_of, vjp_table, where, zeros_like,
 )

@@ -14,31 +14,34 @@ from pathlib import Path
 import numpy as np
 
 from mini.graph import Node, toposort
-from mini.primitives import Traced, add, vjp_of
+from mini.primitives import add, reshape, stack, vjp_of, zeros_like
+from mini.primitives import sum as total
+from mini.tracing import TracedValue, new_trace, raw
 
 _MINI_DIR = str(Path(__file__).resolve().parent)
 _record_source = False   # set by gradcheck.diagnose: remember where in the program each node is made
 
 
-class Box(Node, Traced):
-    """A value being traced: a graph node that behaves like the number or array it holds."""
+class Box(Node, TracedValue):
+    """A value being traced: a graph node that behaves like the number or array it holds.
 
-    __slots__ = ()
+    ``trace`` says which ``make_vjp`` records it; boxes made by hand share trace 0.
+    """
+
+    __slots__ = ("trace",)
     _created = 0
 
-    @classmethod
-    def apply(cls, prim, args, kwargs):
+    def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
+                 name=None, trace=0):
+        super().__init__(value, fun, args, kwargs, parents, parent_argnums, name)
+        self.trace = trace
+
+    def record(self, prim, args, kwargs):
         """Compute ``prim`` on the unboxed arguments and return the result boxed as a new node."""
-        raw, parents, argnums = list(args), [], []
-        for argnum, arg in enumerate(args):
-            if isinstance(arg, Box):
-                raw[argnum] = arg.value
-                parents.append(arg)
-                argnums.append(argnum)
-            elif isinstance(arg, Traced):
-                raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad with "
-                                f"a framework node ({arg!r}); use one front end at a time")
-        node = cls(prim.fun(*raw, **kwargs), prim, tuple(raw), kwargs, parents, argnums)
+        values, argnums, outer = self.unboxed(args)
+        value = prim(*values, **kwargs) if outer else prim.fun(*values, **kwargs)
+        node = Box(value, prim, tuple(values), kwargs, [args[i] for i in argnums], argnums,
+                   trace=self.trace)
         if _record_source:
             node.source = _caller()
         return node
@@ -46,17 +49,6 @@ class Box(Node, Traced):
     def vjp_operands(self):
         """What the VJPs read: the output value and the unboxed arguments."""
         return self.value, self.args
-
-    shape = property(lambda self: np.shape(self.value))
-    ndim = property(lambda self: np.ndim(self.value))
-    size = property(lambda self: np.size(self.value))
-    dtype = property(lambda self: np.result_type(self.value))
-
-    def __len__(self):
-        return len(self.value)
-
-    def __bool__(self):
-        return bool(self.value)
 
     def __repr__(self):
         return f"Box({self.value!r}, from {self.label})"
@@ -105,30 +97,66 @@ def make_vjp(fun, *args, argnum=0):
     ``vjp(g)`` is the gradient, with respect to ``args[argnum]``, of ``sum(g * fun(*args))``: the
     vector-Jacobian product ``J^T g``.  Tracing happens once; ``vjp`` may be called many times.
     ``args[argnum]`` may be an array or a dict/list/tuple of arrays (a model's parameters); the
-    gradient then has the same structure.
+    gradient then has the same structure.  ``argnum`` may be a tuple of positions: the gradient is
+    then a tuple, one entry per position.
+
+    Called inside another ``make_vjp`` (``grad(grad(f))``), the reverse pass is itself traced by
+    the outer one, because every VJP is written with mini's primitives.
     """
-    starts = []
+    trace, starts = new_trace(), []
+    many = isinstance(argnum, (list, tuple))
+    argnums = tuple(argnum) if many else (argnum,)
     boxed = list(args)
-    boxed[argnum] = _box_leaves(args[argnum], argnum, starts)
+    for i in map(_position, argnums, [args] * len(argnums)):
+        boxed[i] = _box_leaves(args[i], i, starts, trace)
     end = fun(*boxed)
+    traced = isinstance(end, Box) and end.trace == trace
+    if not traced:
+        _refuse_untraceable_output(fun, end)
 
     def vjp(g):
-        grads = backward_pass(g, end) if isinstance(end, Box) else {}
+        grads = backward_pass(g, end) if traced else {}
         if not any(start in grads for start in starts):
             warnings.warn(f"{_name(fun)}: the output does not depend on argument {argnum}, so its "
                           "gradient is zero", stacklevel=2)
-        leaf_grads = iter([grads[s] if s in grads else np.zeros_like(s.value) for s in starts])
-        return _rebuild(args[argnum], leaf_grads)
-    return vjp, end.value if isinstance(end, Box) else end
+        leaf_grads = iter([grads[s] if s in grads else zeros_like(s.value) for s in starts])
+        grads = tuple(_rebuild(args[i], leaf_grads) for i in argnums)
+        return grads if many else grads[0]
+    return vjp, end.value if traced else end
 
 
-def _box_leaves(x, argnum, starts):
+def _position(argnum, args):
+    if not isinstance(argnum, int) or not -len(args) <= argnum < len(args):
+        raise TypeError(f"argnum {argnum!r} does not name an argument: the function was called "
+                        f"with {len(args)} positional argument(s)")
+    return argnum
+
+
+def _refuse_untraceable_output(fun, end):
+    """An output holding traced values mini cannot follow (a list, a dict, an object array)."""
+    if not isinstance(end, TracedValue) and _holds_boxes(end):
+        raise TypeError(f"{_name(fun)} returned {type(end).__name__} holding traced values; mini "
+                        "differentiates a single array output: combine them with mini.stack, "
+                        "mini.concatenate or a sum")
+
+
+def _holds_boxes(x):
+    if isinstance(x, TracedValue):
+        return True
+    if isinstance(x, dict):
+        return any(map(_holds_boxes, x.values()))
+    if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.dtype == object):
+        return any(map(_holds_boxes, x))
+    return False
+
+
+def _box_leaves(x, argnum, starts, trace):
     """Box every array in a (possibly nested) dict/list/tuple, recording the boxes in order."""
     if isinstance(x, dict):
-        return {key: _box_leaves(value, argnum, starts) for key, value in x.items()}
-    if isinstance(x, (list, tuple)) and not _is_numeric(x):
-        return type(x)(_box_leaves(value, argnum, starts) for value in x)
-    starts.append(Box(_differentiable(x, argnum), name=f"argument {argnum}"))
+        return {key: _box_leaves(value, argnum, starts, trace) for key, value in x.items()}
+    if _is_container(x):
+        return type(x)(_box_leaves(value, argnum, starts, trace) for value in x)
+    starts.append(Box(_differentiable(x, argnum), name=f"argument {argnum}", trace=trace))
     return starts[-1]
 
 
@@ -136,13 +164,22 @@ def _rebuild(x, leaves):
     """``x``'s structure with its arrays replaced, in order, by ``leaves``."""
     if isinstance(x, dict):
         return {key: _rebuild(value, leaves) for key, value in x.items()}
-    if isinstance(x, (list, tuple)) and not _is_numeric(x):
+    if _is_container(x):
         return type(x)(_rebuild(value, leaves) for value in x)
     return next(leaves)
 
 
+def _is_container(x):
+    """A list or tuple of parameters (arrays, dicts, traced values), not a nested list of numbers."""
+    return isinstance(x, (list, tuple)) and (not _is_numeric(x) or any(
+        isinstance(v, (np.ndarray, dict, list, tuple, TracedValue)) for v in x))
+
+
 def grad(fun, argnum=0):
-    """The gradient function of a scalar-valued ``fun`` with respect to argument ``argnum``."""
+    """The gradient function of a scalar-valued ``fun`` with respect to argument ``argnum``.
+
+    ``grad(grad(f))`` is the second derivative: the gradient may be differentiated again.
+    """
     def gradfun(*args, **kwargs):
         return value_and_grad(fun, argnum)(*args, **kwargs)[1]
     gradfun.__name__ = f"grad_{_name(fun)}"
@@ -153,11 +190,15 @@ def value_and_grad(fun, argnum=0):
     """Like :func:`grad`, but returns ``(fun(*args), gradient)`` from one forward pass."""
     def value_and_gradfun(*args, **kwargs):
         vjp, ans = make_vjp(lambda *a: fun(*a, **kwargs), *args, argnum=argnum)
-        if np.size(ans) != 1 or np.ndim(ans) != 0:
+        value = raw(ans)
+        if np.size(value) != 1 or np.ndim(value) != 0:
             raise TypeError(f"grad of {_name(fun)} needs a scalar output, but it returned an array "
-                            f"of shape {np.shape(ans)}; use make_vjp or jacobian for non-scalar "
+                            f"of shape {np.shape(value)}; use make_vjp or jacobian for non-scalar "
                             "outputs, or reduce the output (e.g. with mini.sum) first")
-        return ans, vjp(np.ones_like(ans, dtype=np.result_type(ans, 1.0)))
+        if np.iscomplexobj(value):
+            raise TypeError(f"grad of {_name(fun)} needs a real output, but it returned the complex "
+                            f"number {value}; differentiate its real part or its absolute square")
+        return ans, vjp(np.ones((), dtype=np.result_type(value, 1.0)))
     return value_and_gradfun
 
 
@@ -165,28 +206,46 @@ def jacobian(fun, argnum=0):
     """The Jacobian of ``fun`` with respect to argument ``argnum``, one VJP per output entry.
 
     Row ``i`` is ``J^T e_i`` (L05 slides 21-23): the gradient of output entry ``i``.  The result has
-    shape ``output.shape + input.shape``.
+    shape ``output.shape + input.shape``.  ``jacobian(grad(f))`` is the Hessian.
     """
     def jacobianfun(*args, **kwargs):
         vjp, ans = make_vjp(lambda *a: fun(*a, **kwargs), *args, argnum=argnum)
-        out_shape, in_shape = np.shape(ans), np.shape(args[argnum])
+        out_shape, in_shape = np.shape(raw(ans)), np.shape(raw(args[argnum]))
         rows = []
         for i in range(int(np.prod(out_shape))):
             e_i = np.zeros(int(np.prod(out_shape)))
             e_i[i] = 1.0
-            rows.append(np.reshape(vjp(e_i.reshape(out_shape)), in_shape))
-        return np.reshape(np.stack(rows), out_shape + in_shape)
+            rows.append(reshape(vjp(e_i.reshape(out_shape)), in_shape))
+        return reshape(stack(rows), out_shape + in_shape)
     return jacobianfun
 
 
+def hessian(fun, argnum=0):
+    """The matrix of second derivatives of a scalar ``fun``: the Jacobian of its gradient."""
+    return jacobian(grad(fun, argnum), argnum)
+
+
+def hessian_vector_product(fun, argnum=0):
+    """``hvp(*args, v)``: the Hessian of scalar ``fun`` times ``v``, without forming the Hessian.
+
+    ``H v`` is the gradient of ``<grad f(x), v>``: two reverse passes, each linear in the size of
+    the program.
+    """
+    def hvp(*args_and_v):
+        *args, v = args_and_v
+        return grad(lambda *a: total(grad(fun, argnum)(*a) * v), argnum)(*args)
+    return hvp
+
+
 def _differentiable(x, argnum):
-    if isinstance(x, Traced):
-        raise TypeError(f"mini differentiates once: argument {argnum} is already being traced "
-                        "(grad of grad is not supported)")
-    kind = np.asarray(x).dtype.kind if _is_numeric(x) else None
+    value = raw(x)
+    kind = np.asarray(value).dtype.kind if _is_numeric(value) else None
     if kind not in ("f", "i", "u", "b"):
         raise TypeError(f"cannot differentiate with respect to argument {argnum}: expected a number "
-                        f"or a numeric array, got {type(x).__name__} {x!r:.60}")
+                        f"or a numeric array, got {type(value).__name__} {value!r:.60} (mini "
+                        "differentiates real numbers)")
+    if isinstance(x, TracedValue):
+        return x
     return x if kind == "f" else np.asarray(x, dtype=np.float64)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from mini.autodiff import backward_pass
 from mini.graph import Node, reachable, toposort
+from mini.numpy_tracing import TracedArray
 from mini.primitives import Primitive, Traced, ones_like, zeros_like
 
 
@@ -70,7 +71,7 @@ def reset_default_graph():
     return _default_graph
 
 
-class Tensor(Node, Traced):
+class Tensor(Node, TracedArray):
     """A node of a static graph.  Its value exists only inside a Session run."""
 
     __slots__ = ("graph",)

@@ -135,7 +135,7 @@ def test_matmul_take_concat_reshape_transpose_match_autograd(batch, k, n, seed):
         return (np_.sum(both * both[:, ::-1]) + np_.sum(column * column)
                 + np_.sum(A[:, 1:, ::2] ** 2))
 
-    mf = lambda *a: f(mini, mini.take, mini.concatenate, *a)
+    mf = lambda *a: f(mini, lambda x, i: mini.take(x, i, axis=0), mini.concatenate, *a)
     af = lambda *a: f(anp, lambda x, i: x[i], anp.concatenate, *a)
     for argnum in range(3):
         ours = mini.grad(mf, argnum)(A, B, E)

@@ -1,0 +1,199 @@
+"""The derivative table: what a primitive is, and its VJPs and JVPs, one entry per argument.
+
+A primitive is a function mini knows how to differentiate.  Its derivative is stored twice over,
+as the two products with its Jacobian ``J`` (L05 slides 22-23):
+
+* a VJP per argument, ``vjp(g, ans, *args, **kwargs) -> J^T g``, for reverse mode: given ``g``,
+  the gradient of the final output with respect to the primitive's output ``ans``, it returns the
+  gradient with respect to that argument.  For ``y = W x`` that is ``x_bar = W^T y_bar``;
+* a JVP per argument, ``jvp(t, ans, *args, **kwargs) -> J t``, for forward mode: given a tangent
+  ``t`` of that argument, it returns the tangent of the output.  For ``y = W x``, ``y_dot = W t``.
+
+Both are written with mini's primitives, so they can themselves be traced: that is what gives
+derivatives of derivatives, and the static framework's backward graph.
+"""
+import functools
+
+import numpy as np
+
+
+class Traced:
+    """A value that records the primitives applied to it instead of only computing them.
+
+    Subclasses (an eager ``Box``, a forward-mode ``Dual``, a framework ``Tensor``) define
+    ``apply(primitive, args, kwargs)``.
+    """
+
+    __slots__ = ()
+
+
+class Primitive:
+    """A function with entries in :data:`vjp_table` and :data:`jvp_table`.
+
+    Called on plain numbers or arrays it just computes.  Called with a traced value among its
+    positional arguments, it hands itself to that value's ``apply``, which records the call.
+    ``piecewise_constant`` primitives (comparisons, ``zeros_like``) have zero derivative wherever
+    they have one, so traced values pass through them untraced.
+    """
+
+    def __init__(self, fun, name=None):
+        self.fun = fun
+        self.__name__ = name or fun.__name__
+        self.__doc__ = fun.__doc__
+        self.piecewise_constant = False
+
+    def __call__(self, *args, **kwargs):
+        for arg in args:
+            if isinstance(arg, Traced):
+                return arg.apply(self, args, kwargs)
+        return self.fun(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<primitive {self.__name__}>"
+
+
+def primitive(fun):
+    """Make ``fun`` a primitive; register its derivatives with :func:`defvjp` and :func:`defjvp`."""
+    return Primitive(fun)
+
+
+vjp_table = {}
+"""primitive -> {argument position: vjp(g, ans, *args, **kwargs)}."""
+
+jvp_table = {}
+"""primitive -> {argument position: jvp(t, ans, *args, **kwargs)}."""
+
+
+def defvjp(prim, *vjps, broadcasting=False):
+    """Register the VJPs of ``prim``, one per positional argument (``None`` for "not differentiable").
+
+    With ``broadcasting=True`` (elementwise binary operations) each result is summed back to its
+    argument's shape, so a VJP never has to think about numpy broadcasting: it is handled here, once.
+    """
+    if broadcasting:
+        vjps = [_summed_to_argument(vjp, argnum) if vjp else None for argnum, vjp in enumerate(vjps)]
+    vjp_table[prim] = {argnum: vjp for argnum, vjp in enumerate(vjps) if vjp is not None}
+
+
+def defjvp(prim, *jvps, broadcasting=False):
+    """Register the JVPs of ``prim``, one per positional argument (``None`` for "not differentiable").
+
+    With ``broadcasting=True`` each tangent of the output is broadcast to the output's shape (the
+    tangent of ``x + y`` along ``x`` alone has ``x``'s shape until it is).
+    """
+    if broadcasting:
+        jvps = [_broadcast_to_answer(jvp) if jvp else None for jvp in jvps]
+    jvp_table[prim] = {argnum: jvp for argnum, jvp in enumerate(jvps) if jvp is not None}
+
+
+def defvjp_every_argument(prim, vjp):
+    """Register one ``vjp(argnum, g, ans, *args, **kwargs)`` serving every argument position."""
+    vjp_table[prim] = _EveryArgument(vjp)
+
+
+def defjvp_every_argument(prim, jvp):
+    """Register one ``jvp(argnum, t, ans, *args, **kwargs)`` serving every argument position."""
+    jvp_table[prim] = _EveryArgument(jvp)
+
+
+def defvjp_zero(prim):
+    """Register a primitive whose output is piecewise constant: every argument gets zero gradient.
+
+    Traced values pass through it untraced: its output is a plain array, a constant of the trace.
+    """
+    prim.piecewise_constant = True
+    defvjp_every_argument(prim, lambda argnum, g, ans, *args, **kwargs: zeros_like(args[argnum]))
+    defjvp_every_argument(prim, lambda argnum, t, ans, *args, **kwargs: zeros_like(ans))
+
+
+def shape_only(argnum):
+    """The VJP of an argument read only for its shape (the ``like`` of ``sum_to_like``): zeros."""
+    return lambda g, ans, *args, **kwargs: zeros_like(args[argnum])
+
+
+def no_tangent(t, ans, *args, **kwargs):
+    """The JVP of an argument read only for its shape: the output does not move."""
+    return zeros_like(ans)
+
+
+def vjp_of(prim, argnum):
+    """The VJP of ``prim`` for argument ``argnum``; an error naming both if there is none."""
+    return _lookup(vjp_table, "VJP", "mini.defvjp", prim, argnum)
+
+
+def jvp_of(prim, argnum):
+    """The JVP of ``prim`` for argument ``argnum``; an error naming both if there is none."""
+    return _lookup(jvp_table, "JVP", "mini.defjvp", prim, argnum)
+
+
+def _lookup(table, kind, register, prim, argnum):
+    entries = table.get(prim)
+    if entries is None:
+        raise NotImplementedError(
+            f"primitive '{getattr(prim, '__name__', prim)}' has no {kind}s in mini's table; "
+            f"register them with {register} before differentiating through it")
+    try:
+        return entries[argnum]
+    except KeyError:
+        raise NotImplementedError(
+            f"primitive '{prim.__name__}' has no {kind} for argument {argnum}: mini cannot "
+            f"differentiate with respect to that argument") from None
+
+
+class _EveryArgument:
+    def __init__(self, rule):
+        self.rule = rule
+
+    def __getitem__(self, argnum):
+        return functools.partial(self.rule, argnum)
+
+
+def _summed_to_argument(vjp, argnum):
+    def summed(g, ans, *args, **kwargs):
+        return sum_to_like(vjp(g, ans, *args, **kwargs), args[argnum])
+    return summed
+
+
+def _broadcast_to_answer(jvp):
+    def broadcast(t, ans, *args, **kwargs):
+        return broadcast_to_like(jvp(t, ans, *args, **kwargs), ans)
+    return broadcast
+
+
+# ---------------------------------------------------------------------------------------------
+# The primitives the table itself needs: undoing broadcasting, and zeros
+# ---------------------------------------------------------------------------------------------
+
+@primitive
+def sum_to_like(g, like):
+    """Undo broadcasting: sum ``g`` down to the shape of ``like``."""
+    shape = np.shape(like)
+    if np.shape(g) == shape:
+        return g
+    return sum_to_shape(g, shape)
+
+
+@primitive
+def broadcast_to_like(g, like):
+    """Broadcast ``g`` to the shape of ``like`` (the adjoint of :func:`sum_to_like`)."""
+    shape = np.shape(like)
+    return g if np.shape(g) == shape else np.broadcast_to(g, shape)
+
+
+@primitive
+def zeros_like(x):
+    """Zeros shaped like ``x``, in ``x``'s float type."""
+    return np.zeros_like(x, dtype=np.result_type(x, 1.0))
+
+
+def sum_to_shape(g, shape):
+    g = np.sum(g, axis=tuple(range(np.ndim(g) - len(shape)))) if np.ndim(g) > len(shape) else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+defvjp(sum_to_like, lambda g, ans, x, like: broadcast_to_like(g, x), shape_only(1))
+defjvp(sum_to_like, lambda t, ans, x, like: sum_to_like(t, like), no_tangent)
+defvjp(broadcast_to_like, lambda g, ans, x, like: sum_to_like(g, x), shape_only(1))
+defjvp(broadcast_to_like, lambda t, ans, x, like: broadcast_to_like(t, like), no_tangent)
+defvjp_zero(zeros_like)
