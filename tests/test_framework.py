@@ -1,5 +1,5 @@
-"""mini.framework (the static, TensorFlow-v1 style front end) against mini.autodiff, closed forms
-and 200 random graphs; every error names the node at fault."""
+"""mini.framework (the static, TensorFlow-v1 style front end) against closed forms, central
+differences and mini.autodiff on 200 random graphs; every error names the node at fault."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -73,7 +73,8 @@ def test_minimize_takes_one_gradient_step_per_run(graph):
     assert b.value == pytest.approx(expected_b, rel=1e-14)
 
 
-# --- 200 random graphs: the framework's gradients are mini.grad's ---------------------------------
+# --- 200 random graphs: the framework's gradients are the derivatives (central differences of the
+# forward computation, which uses no VJP), and equal mini.grad's -----------------------------------
 
 M, N = 3, 4
 SHAPES = [(), (N,), (1, N), (M, 1), (M, N)]     # every pair broadcasts, to at most (M, N)
@@ -144,7 +145,7 @@ def run_program(steps, inputs, W):
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(programs())
-def test_framework_gradients_equal_mini_grad_on_random_graphs(program):
+def test_framework_gradients_equal_central_differences_and_mini_grad_on_random_graphs(program):
     shapes, steps, seed = program
     rng = np.random.default_rng(seed)
     params = {f"x{k}": rng.standard_normal(shape) for k, shape in enumerate(shapes)}
@@ -165,6 +166,9 @@ def test_framework_gradients_equal_mini_grad_on_random_graphs(program):
     np.testing.assert_allclose(value, eager_value, rtol=1e-10, atol=1e-10)
     for name in params:
         assert np.shape(grads[name]) == np.shape(params[name]), name
+        numerical = mini.numerical_grad(lambda v: loss({**params, name: v}), params[name])
+        np.testing.assert_allclose(grads[name], numerical, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"gradient of {name} for program {steps}")
         np.testing.assert_allclose(grads[name], eager_grads[name], rtol=1e-10, atol=1e-10,
                                    err_msg=f"gradient of {name} for program {steps}")
 
