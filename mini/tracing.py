@@ -68,10 +68,9 @@ class TracedValue(TracedArray):
         for argnum, arg in enumerate(args):
             if isinstance(arg, TracedValue):
                 if arg.trace == self.trace:
-                    values[argnum] = arg.value
+                    values[argnum] = arg = arg.value
                     argnums.append(argnum)
-                else:
-                    outer = True
+                outer = outer or isinstance(arg, TracedValue)
         return values, argnums, outer
 
     shape = property(lambda self: np.shape(raw(self)))
