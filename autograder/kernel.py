@@ -5,16 +5,20 @@ the sandbox.  Before ipykernel starts, it caps the process's memory and file siz
 path's worker is capped), points file descriptors 1 and 2 at /dev/null (what the notebook prints
 still reaches the notebook through ipykernel; bytes written straight to the descriptors no longer
 reach the instructor's terminal), and replaces the environment with a short list, so no variable of
-the instructor's reaches student code, not even through ``/proc/self/environ``.
+the instructor's reaches student code, not even through ``/proc/self/environ``.  Where the
+sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel confines itself to it: it may
+read its connection file and write only its folder (the autograded copy it starts in), its
+temporary home and the folder of its IPC sockets; the confinement holds across ``execve``.
 
-    python -c "...; main()" MEMORY_BYTES FILE_BYTES -f CONNECTION_FILE
+    python -c "...; main()" MEMORY_BYTES FILE_BYTES CONFINEMENT -f CONNECTION_FILE
 """
+import json
 import os
 import resource
 import sys
 import tempfile
 
-from autograder.sandbox import student_environment
+from autograder.sandbox import confine, student_environment
 
 # beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does), the
 # seed of the hidden checks, and the thread settings the instructor chose
@@ -22,13 +26,21 @@ KEEP = ("JPY_PARENT_PID", "AUTOGRADER_SEED", "OPENBLAS_NUM_THREADS", "OMP_NUM_TH
 
 
 def main():
-    memory, file_size, kernel_arguments = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    memory, file_size = int(sys.argv[1]), int(sys.argv[2])
+    confinement, kernel_arguments = json.loads(sys.argv[3]), sys.argv[4:]
     for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
     home = tempfile.mkdtemp(prefix="mini-kernel-")
     environment = {**student_environment(home, keep=KEEP),
                    "IPYTHONDIR": os.path.join(home, "ipython")}
+    if confinement:
+        connection_file = kernel_arguments[kernel_arguments.index("-f") + 1]
+        with open(connection_file) as file:
+            sockets = json.load(file)["ip"]      # IPC transport: the sockets' path prefix
+        confinement["readable"].append(connection_file)
+        confinement["writable"] += [os.getcwd(), home, os.path.dirname(sockets)]
+        confine(confinement)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

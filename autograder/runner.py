@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.checks import case_for, checks_of, verify
-from autograder.sandbox import isolation_note, sandboxed, student_environment
+from autograder import sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_EVENT_BYTES = 16 * 2**20
@@ -149,7 +149,7 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
         cells = None
         notes.append(str(error))
     outcomes = _run_workers(cells, keys, lab, seed, limits, notes) if cells is not None else {}
-    notes.append(isolation_note())
+    notes.append(sandbox.isolation_note())
 
     tests = []
     for grade_id, points in test_cells(lab):
@@ -211,20 +211,20 @@ def _run_worker(cells, keys, lab, seed, limits):
     tasks = _user_tasks()
     request = {"lab": lab, "seed": seed, "cells": cells, "checks": keys, "events_fd": write_fd,
                "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
-               "output_limit": limits.output_chars}
+               "output_limit": limits.output_chars, "confine": sandbox.confinement([scratch])}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
               "from autograder.worker import main; main()"]
     try:
-        process = subprocess.Popen(
-            sandboxed(python, hidden_folders()),
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
-            start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks))
-        os.close(write_fd)
-        process.stdin.write(json.dumps(request).encode())
-        process.stdin.close()
-        events, reason = _read_events(read_fd, process, limits.worker_seconds)
-        return events, reason
+        with sandbox.task_cgroup(limits.processes) as cgroup:
+            process = subprocess.Popen(
+                sandbox.sandboxed(python, hidden_folders()),
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
+                start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks, cgroup))
+            os.close(write_fd)
+            process.stdin.write(json.dumps(request).encode())
+            process.stdin.close()
+            return _read_events(read_fd, process, limits.worker_seconds)
     finally:
         os.close(read_fd)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -291,13 +291,15 @@ def _kill_group(process):
     process.wait()
 
 
-def _set_limits(limits, tasks):
+def _set_limits(limits, tasks, cgroup):
     """In the worker, before it starts: cap memory, CPU time, file size and processes.
 
     The process limit counts every task (process or thread) of the user, so it is set to what the
-    user already runs plus ``limits.processes``.
+    user already runs plus ``limits.processes``; for root, which that limit does not bind, the
+    worker's own pids cgroup counts them (``sandbox.task_cgroup``).
     """
     _die_with_parent()
+    sandbox.join(cgroup)
     cpu = int(limits.worker_seconds) + 5
     for limit, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, limits.file_bytes),
@@ -328,5 +330,5 @@ def _user_tasks():
 
 def _worker_environment(scratch):
     """Only what Python, numpy and numba need, one thread each; nothing of the instructor's."""
-    return {**student_environment(scratch), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+    return {**sandbox.student_environment(scratch), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}

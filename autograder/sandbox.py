@@ -1,31 +1,62 @@
-"""Run student code where it cannot see the course or reach the network (Linux namespaces).
+"""Run student code where it cannot see the course, change the grader or reach the network.
 
-Both grading paths start student code through :func:`sandboxed`: the command runs in new user,
-mount and network namespaces (``unshare``, no privileges needed where the kernel allows
-unprivileged user namespaces), with an empty tmpfs mounted over each hidden folder and the grader's
-code and Python read-only, so a submission cannot change what grades the next one.  Where
-``unshare`` cannot do that, commands run unchanged and :func:`isolation_note` says so in every result.
+Both grading paths start student code through this module, with the strongest kind of isolation
+this machine allows (:func:`isolation`):
+
+* ``namespaces`` (Linux with unprivileged user namespaces): :func:`sandboxed` runs the command in
+  new user, mount and network namespaces (``unshare``), with an empty tmpfs over each hidden folder
+  and the grader's code and Python read-only, so a submission cannot read answers or change what
+  grades the next one;
+* ``landlock`` (no user namespaces, Linux 5.13+): no namespaces, but the Landlock confinement below;
+* ``none``: resource limits only.
+
+Wherever Landlock is available (both first kinds), the student-code process also confines itself
+before any student code runs (:func:`confinement`, ``autograder.landlock``): only the system,
+Python and mini may be read, only its own folders written, no TCP.  That allow-list is what keeps
+answers elsewhere on the machine (another checkout, a temporary folder, a home folder) out of
+reach.  Every result says what it had (:func:`isolation_note`).  ``MINI_SANDBOX=landlock`` or
+``none`` asks for a weaker kind than the machine allows: an instructor checking what a grader
+without user namespaces does.
 
 nbgrader talks to its Jupyter kernels over sockets; in a network namespace a kernel cannot reach
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
+import contextlib
 import functools
+import itertools
 import json
 import os
 import shlex
 import shutil
+import signal
 import site
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from autograder import landlock
+
 KERNEL_NAME = "mini-grader"
+KINDS = ("namespaces", "landlock", "none")
+REPO = Path(__file__).resolve().parent.parent
 
 
 @functools.lru_cache(maxsize=None)
-def isolation_available():
-    """Whether ``unshare`` can give a process its own user, mount and network namespaces here
-    (most Linux desktops and CI runners; not macOS, not some hardened servers)."""
+def isolation():
+    """``"namespaces"``, ``"landlock"`` or ``"none"``: the strongest kind available here, or the
+    weaker one ``MINI_SANDBOX`` asks for."""
+    wanted = os.environ.get("MINI_SANDBOX", KINDS[0])
+    if wanted not in KINDS:
+        raise ValueError(f"MINI_SANDBOX={wanted!r}: expected one of {', '.join(KINDS)}")
+    if wanted == "namespaces" and _unshare_works():
+        return "namespaces"
+    if wanted in ("namespaces", "landlock") and _landlock_works():
+        return "landlock"
+    return "none"
+
+
+def _unshare_works():
     if not shutil.which("unshare"):
         return False
     probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--net", "true"],
@@ -34,12 +65,100 @@ def isolation_available():
 
 
 def isolation_note():
-    if isolation_available():
+    """One sentence for every result: how student code was isolated, and what was not."""
+    kind = isolation()
+    if kind == "namespaces":
         return ("isolation: own network namespace (no network); course folder and solutions "
-                "hidden from the submission; mini, the grader and Python read-only")
-    return ("isolation: NOT available here (no unprivileged user namespaces): the network was not "
-            "cut and the worker could read the instructor's files and change the grader's; run "
-            "the grader as a separate user or in a container (README, 'Grading untrusted code')")
+                "hidden; mini, the grader and Python read-only"
+                + ("; Landlock: nothing but the system, Python and mini readable, only the "
+                   "submission's own folder writable" if _landlock_works() else ""))
+    if kind == "landlock":
+        return ("isolation: Landlock only (no user namespaces here): nothing but the system, "
+                "Python and mini readable, only the submission's own folder writable, no TCP; "
+                "but UDP was not cut")
+    return ("isolation: NOT available here (neither user namespaces nor Landlock): the network was "
+            "not cut and the worker could read the instructor's files and change the grader's; "
+            "run the grader as a separate user or in a container (README, 'Grading untrusted "
+            "code')")
+
+
+def _landlock_works():
+    return landlock.version() >= 4
+
+
+def confinement(writable, readable=()):
+    """What a student-code process confines itself to with Landlock (None where isolation is
+    ``none`` or Landlock missing): ``{"readable": [...], "writable": [...]}`` for
+    :func:`confine`.  Readable are the system, Python with its packages, mini, and ``readable``;
+    writable are ``writable`` and /dev/null."""
+    if isolation() == "none" or not _landlock_works():
+        return None
+    system = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys",
+              "/dev/urandom", "/dev/random", "/dev/zero"]
+    return {"readable": [*system, *map(str, _python_folders()), str(REPO / "mini"),
+                         *map(str, readable)],
+            "writable": [*map(str, writable), "/dev/null"]}
+
+
+def confine(spec):
+    """Apply a :func:`confinement` in this process, for good (nothing to do for None)."""
+    if spec:
+        landlock.restrict(spec["readable"], spec["writable"])
+
+
+@contextlib.contextmanager
+def task_cgroup(tasks):
+    """A pids cgroup in which at most ``tasks`` processes and threads can run, or None.
+
+    ``RLIMIT_NPROC`` does not bind root, so a grader running as root (a container, CI) puts each
+    worker in a cgroup of its own instead (:func:`join`, from the child).  On exit every process
+    still in it is killed, including those that left the worker's process group, and the cgroup
+    removed.  None where no pids cgroup can be made (not root, or no pids controller): the
+    worker then relies on ``RLIMIT_NPROC``.
+    """
+    folder = _new_cgroup(tasks) if os.geteuid() == 0 else None
+    try:
+        yield folder
+    finally:
+        if folder is not None:
+            _empty_cgroup(folder)
+
+
+def join(cgroup):
+    """Move the calling process into ``cgroup`` (from :func:`task_cgroup`; nothing for None)."""
+    if cgroup is not None:
+        (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def _new_cgroup(tasks):
+    for mount in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        if not (mount / "cgroup.procs").is_file() or (mount / "cgroup.controllers").is_file() \
+                and "pids" not in (mount / "cgroup.controllers").read_text().split():
+            continue
+        folder = mount / f"mini-grading-{os.getpid()}-{next(_cgroups)}"
+        try:
+            folder.mkdir()
+            (folder / "pids.max").write_text(str(tasks))
+            return folder
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+    return None
+
+
+_cgroups = itertools.count()
+
+
+def _empty_cgroup(folder):
+    for _ in range(100):
+        pids = (folder / "cgroup.procs").read_text().split()
+        if not pids:
+            break
+        for pid in map(int, pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def sandboxed(command, hidden, keep=None):
@@ -50,7 +169,7 @@ def sandboxed(command, hidden, keep=None):
     (bind-mounted back, writable); the command then starts in it.  Unchanged where isolation is
     unavailable.
     """
-    if not isolation_available():
+    if isolation() != "namespaces":
         return command
     script = ""
     if keep:
@@ -68,8 +187,11 @@ def sandboxed(command, hidden, keep=None):
 def protected_folders():
     """What student code must not change: this repository (mini, the checks, the grader) and the
     Python installation with its packages, which every later submission and the grader import."""
-    folders = [Path(__file__).resolve().parent.parent, Path(sys.prefix), Path(sys.base_prefix),
-               *map(Path, site.getsitepackages())]
+    return _outermost([REPO, *_python_folders()])
+
+
+def _python_folders():
+    folders = [Path(sys.prefix), Path(sys.base_prefix), *map(Path, site.getsitepackages())]
     return [folder.resolve() for folder in folders if folder.is_dir()]
 
 
@@ -99,12 +221,13 @@ def student_environment(home, keep=()):
 def install_grading_kernel(data_dir, hidden, memory_bytes, file_bytes):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with these limits, in the folder named by ``$MINI_KERNEL_HOME`` (the
-    submission's autograded copy)."""
+    submission's autograded copy).  Under Landlock the kernel may also read the grader (its
+    hidden test cells import the checks) and write its own folders."""
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    repo = str(Path(__file__).resolve().parent.parent)
-    launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {repo!r}); "
+    launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
                 "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
+                json.dumps(confinement([], readable=[REPO / "autograder"])),
                 "-f", "{connection_file}"]
     argv = sandboxed(launcher, hidden, keep="$MINI_KERNEL_HOME")
     (folder / "kernel.json").write_text(json.dumps(

@@ -69,10 +69,12 @@ def main():
     # patches later (autograder.checks, numpy) cannot reach these names, and the student cannot
     # import the autograder at all.
     from autograder import guard
+    from autograder.sandbox import confine
     from autograder.checks import case_for, checks_of, run_case
     checks = checks_of(request["lab"])
     guard.disable_reference(request["lab"])
     guard.hide_autograder()
+    confine(request["confine"])               # Landlock, where there are no namespaces
 
     namespace = {"__name__": "__main__"}
     for index, source in request["cells"]:

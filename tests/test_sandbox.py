@@ -1,0 +1,271 @@
+"""Every promise of the sandbox, checked by a submission that tries to break it.
+
+A probe cell, added to a complete lab 2 notebook, tries to read and list what grading must hide
+(the solutions, the course folder, the submissions, another checkout's solutions), to write into
+everything it should not change (the solutions, mini, the checks, Python's packages, the
+submissions), to reach a TCP server the test runs on loopback, to import the grader, to start more
+threads than the process limit allows, to write a file over the size limit, and to leave a
+process behind.  It prints what it found; the test reads that from the results as an instructor
+would, and checks the files themselves.  Both grading paths (the pytest path's worker, the nbgrader
+path's kernel), under both kinds of isolation (user namespaces, and Landlock as on a machine without
+them: ``MINI_SANDBOX=landlock``); and a grader with neither says so and still grades.
+"""
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli, course, landlock, sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = "lab2_graphs"
+MARK = "mini-probe-leftover"
+KINDS = [kind for kind in ("namespaces", "landlock")
+         if kind == "landlock" and landlock.version() >= 4
+         or kind == "namespaces" and sandbox._unshare_works()]
+
+PROBE = r'''
+import json, os, socket, subprocess, threading, time
+found = {}
+def attempt(name, action):
+    try:
+        result = action()
+        found[name] = "ok: " + repr(result)[:120]
+    except BaseException as error:
+        found[name] = "refused: " + type(error).__name__
+def read_all(folder):
+    names = os.listdir(folder)
+    texts = [open(os.path.join(folder, n), "rb").read()[:20] for n in names]
+    return names if names else "empty"
+for name, folder in READ.items():
+    attempt("read " + name, lambda: read_all(folder))
+attempt("read the solution notebook", lambda: open(SOLUTION).read(50))
+for name, folder in WRITE.items():
+    attempt("write " + name, lambda: open(os.path.join(folder, "planted.py"), "w").write("x=1"))
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3).close())
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"hi", ("127.0.0.1", PORT)))
+attempt("import the grader", lambda: __import__("autograder.checks.lab2"))
+def many_threads():
+    threading.stack_size(1 << 16)
+    stop, started = threading.Event(), []
+    try:
+        for _ in range(THREADS):
+            thread = threading.Thread(target=stop.wait)
+            thread.start()
+            started.append(thread)
+    finally:
+        stop.set()
+    return len(started)
+attempt("threads", many_threads)
+attempt("big file", lambda: open("big.bin", "wb").write(b"\0" * (FILE_BYTES + 2**20)))
+attempt("leftover", lambda: subprocess.Popen(["sleep", "299"], start_new_session=True,
+                                             env={"MARK": MARK}).pid)
+print("PROBE " + json.dumps(found))
+'''
+
+
+def probe_notebook(read, write, port, threads, file_bytes):
+    nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
+    settings = (f"READ = {read!r}\nWRITE = {write!r}\nPORT = {port}\nTHREADS = {threads}\n"
+                f"FILE_BYTES = {file_bytes}\nMARK = {MARK!r}\n"
+                f"SOLUTION = {str(ROOT / 'solutions' / LAB / (LAB + '.ipynb'))!r}\n")
+    nb.cells.append(nbformat.v4.new_code_cell(settings + PROBE))
+    return nb
+
+
+def digest(folders):
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+            for folder in folders for path in [Path(folder), *sorted(Path(folder).rglob("*"))]
+            if path.is_file() and "__pycache__" not in path.parts}
+
+
+class Listener:
+    """A TCP and a UDP server on one loopback port, counting what reaches them."""
+
+    def __init__(self):
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.port = self.tcp.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", self.port))
+        self.accepted, self.running = 0, True
+        self.threads = [threading.Thread(target=self._serve, args=(server, receive), daemon=True)
+                        for server, receive in ((self.tcp, lambda s: s.accept()[0].close()),
+                                                (self.udp, lambda s: s.recvfrom(100)))]
+        for thread in self.threads:
+            thread.start()
+
+    def _serve(self, server, receive):
+        server.settimeout(0.2)
+        while self.running:
+            try:
+                receive(server)
+                self.accepted += 1
+            except OSError:
+                continue
+
+    def close(self):
+        self.running = False
+        for thread in self.threads:
+            thread.join()
+        self.tcp.close()
+        self.udp.close()
+
+
+def leftovers():
+    out = subprocess.run(["pgrep", "-f", "sleep 299"], capture_output=True, text=True).stdout
+    return [pid for pid in out.split()
+            if f"MARK={MARK}" in Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+            .replace("\0", " ")] if out else []
+
+
+@pytest.fixture(params=KINDS)
+def kind(request, monkeypatch):
+    monkeypatch.setenv("MINI_SANDBOX", request.param)
+    sandbox.isolation.cache_clear()
+    yield request.param
+    sandbox.isolation.cache_clear()
+
+
+@pytest.fixture(params=KINDS + ["namespaces"] * ("namespaces" in KINDS),
+                ids=KINDS + ["namespaces-only"] * ("namespaces" in KINDS))
+def layers(request, monkeypatch):
+    """Each layer alone, so that each must keep its own promises: namespaces with Landlock,
+    namespaces without it, Landlock without namespaces."""
+    only = request.node.callspec.id == "namespaces-only"
+    if only:
+        monkeypatch.setattr(sandbox, "_landlock_works", lambda: False)
+    monkeypatch.setenv("MINI_SANDBOX", request.param)
+    sandbox.isolation.cache_clear()
+    yield request.node.callspec.id
+    sandbox.isolation.cache_clear()
+
+
+@pytest.fixture
+def setting(tmp_path, monkeypatch):
+    """Folders to find and not to change, a listener, and the course folder of this test."""
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    other = tmp_path / "other-checkout" / "solutions"
+    other.mkdir(parents=True)
+    (other / "answers.py").write_text("def backward_pass(): ...\n")
+    (tmp_path / "course" / "submitted").mkdir(parents=True)
+    (tmp_path / "course" / "gradebook-notes.txt").write_text("private\n")
+    listener = Listener()
+    yield tmp_path, other, listener
+    listener.close()
+    for folder in (ROOT / "solutions", ROOT / "mini", ROOT / "autograder" / "checks"):
+        (folder / "planted.py").unlink(missing_ok=True)
+
+
+def probe_targets(tmp_path, other, submissions):
+    site_packages = Path(nbformat.__file__).resolve().parent.parent
+    read = {"solutions": str(ROOT / "solutions"), "course": str(tmp_path / "course"),
+            "submissions": str(submissions), "other checkout": str(other)}
+    write = {"solutions": str(ROOT / "solutions"), "mini": str(ROOT / "mini"),
+             "checks": str(ROOT / "autograder" / "checks"),
+             "site-packages": str(site_packages), "submissions": str(submissions)}
+    return read, write, [*map(Path, read.values()), site_packages / "numpy"]
+
+
+def planted():
+    """The files the probe tried to create in the grader's own folders."""
+    return [path for path in (ROOT / "mini" / "planted.py",
+                              ROOT / "autograder" / "checks" / "planted.py") if path.exists()]
+
+
+def assert_nothing_found(found, path, layers):
+    """Every attempt refused (or, for a folder, found empty), but what is allowed by design: the
+    nbgrader kernel imports the checks for its hidden test cells and promises no process limit;
+    Landlock alone does not cut UDP; namespaces alone hide only the grader's own folders, and what
+    is written into those lands in an empty tmpfs (the caller checks the real ones)."""
+    allowed = {"import the grader", "threads", "leftover"} if path == "nbgrader" else {"leftover"}
+    allowed |= {"landlock": {"udp"}, "namespaces-only": {
+        "read other checkout", "write solutions", "write submissions"}}.get(layers, set())
+    got = {name: value for name, value in found.items()
+           if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
+    assert got == {}, (got, found)
+    assert len(found) == 16, sorted(found)
+
+
+def test_the_pytest_path_hides_refuses_and_limits(layers, setting):
+    tmp_path, other, listener = setting
+    submissions = tmp_path / "inbox"
+    read, write, watched = probe_targets(tmp_path, other, submissions)
+    nb = probe_notebook(read, write, listener.port, threads=600, file_bytes=64 * 2**20)
+    (submissions / "prober").mkdir(parents=True)
+    nbformat.write(nb, submissions / "prober" / f"{LAB}.ipynb")
+    before = digest(watched)
+    out = tmp_path / "results"
+    assert cli.main(["grade", "lab2", "--submissions", str(submissions), "--out", str(out),
+                     "--seed", "3", "--workers", "1"]) == 0
+    assert digest(watched) == before and planted() == []
+    result = json.loads((out / LAB / "prober" / "results.json").read_text())
+    found = json.loads(next(line for line in result["output"].splitlines()
+                            if line.startswith("PROBE "))[len("PROBE "):])
+    assert_nothing_found(found, "pytest", layers)
+    assert listener.accepted == (layers == "landlock")     # the UDP datagram
+    assert result["score"] == 100, result          # the probe costs no points: it is honest code
+    assert {"namespaces": "own network namespace", "namespaces-only": "own network namespace",
+            "landlock": "Landlock only"}[layers] in result["output"]
+    time.sleep(0.5)
+    assert leftovers() == []
+
+
+def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
+    tmp_path, other, listener = setting
+    submitted = tmp_path / "course" / "submitted"
+    read, write, watched = probe_targets(tmp_path, other, submitted)
+    watched = [submitted, tmp_path / "course" / "gradebook-notes.txt", *watched[2:]]
+    nb = probe_notebook(read, write, listener.port, threads=10, file_bytes=64 * 2**20)
+    assert cli.main(["release", "lab2"]) == 0
+    (submitted / "prober" / LAB).mkdir(parents=True)
+    nbformat.write(nb, submitted / "prober" / LAB / f"{LAB}.ipynb")
+    before = digest(watched)
+    assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
+    assert digest(watched) == before and planted() == []
+    graded = nbformat.read(course.course_dir() / "autograded" / "prober" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    text = "\n".join(output.get("text", "") for cell in graded.cells if cell.cell_type == "code"
+                     for output in cell.outputs)
+    found = json.loads(next(line for line in text.splitlines()
+                            if line.startswith("PROBE "))[len("PROBE "):])
+    assert_nothing_found(found, "nbgrader", kind)
+    assert listener.accepted == (kind == "landlock")
+    for pid in leftovers():                   # not promised on this path: do not leave them
+        os.kill(int(pid), 9)
+
+
+def test_without_isolation_grading_goes_on_and_says_so(setting, monkeypatch):
+    tmp_path, *_ = setting
+    monkeypatch.setenv("MINI_SANDBOX", "none")
+    sandbox.isolation.cache_clear()
+    try:
+        submissions = tmp_path / "inbox"
+        (submissions / "honest").mkdir(parents=True)
+        nbformat.write(nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4),
+                       submissions / "honest" / f"{LAB}.ipynb")
+        out = tmp_path / "results"
+        assert cli.main(["grade", "lab2", "--submissions", str(submissions), "--out", str(out),
+                         "--seed", "3", "--workers", "1"]) == 0
+    finally:
+        sandbox.isolation.cache_clear()
+    result = json.loads((out / LAB / "honest" / "results.json").read_text())
+    assert result["score"] == 100
+    assert "isolation: NOT available here" in result["output"]
+
+
+def test_a_sandbox_that_is_asked_for_must_exist(monkeypatch):
+    monkeypatch.setenv("MINI_SANDBOX", "jail")
+    sandbox.isolation.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="MINI_SANDBOX='jail': expected one of namespaces"):
+            sandbox.isolation()
+    finally:
+        sandbox.isolation.cache_clear()
