@@ -5,7 +5,8 @@ The batch runs as the instructor would run it, ``python -m autograder autograde`
 process group; once some submissions are graded the whole group gets the signal.  The gradebook
 must still be a sound SQLite file holding the finished submissions' scores, and a second run must
 grade exactly the rest (the finished ones' markers untouched) and end with every score right; a
-forced third run changes no score.  ``grade`` run twice with one seed writes the same files.
+forced third run changes no score.  A changed resubmission is graded again without ``--force``,
+an unchanged one is not.  ``grade`` run twice with one seed writes the same files.
 """
 import csv
 import os
@@ -84,6 +85,30 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number)
     assert _scores(env, tmp_path) == {s: _expected(kind) for s, kind in students.items()}
     assert _autograder(env, "autograde", LAB, "--workers", "2", "--force").returncode == 0
     assert _scores(env, tmp_path) == {s: _expected(kind) for s, kind in students.items()}
+
+
+def test_a_changed_resubmission_is_regraded_and_an_unchanged_one_is_not(tmp_path):
+    course = tmp_path / "course"
+    env = dict(os.environ, MINI_COURSE_DIR=str(course), MINI_RELEASE_DIR=str(tmp_path / "release"),
+               MINI_CELL_TIMEOUT="20")
+    assert _autograder(env, "release", LAB).returncode == 0
+    inbox = tmp_path / "inbox"
+    for student, kind in (("student0", "bug"), ("student1", "full")):
+        samples.write(kind, LAB, tmp_path / "release", inbox / student / f"{LAB}.ipynb")
+    assert _autograder(env, "collect", str(inbox)).returncode == 0
+    first = _autograder(env, "autograde", LAB, "--workers", "2")
+    assert first.returncode == 0 and "graded 2 submission(s)" in first.stdout, first.stderr
+    assert _scores(env, tmp_path) == {"student0": _expected("bug"), "student1": 100}
+    before = _markers(course)
+
+    samples.write("full", LAB, tmp_path / "release", inbox / "student0" / f"{LAB}.ipynb")
+    assert _autograder(env, "collect", str(inbox)).returncode == 0    # both, one of them changed
+    again = _autograder(env, "autograde", LAB, "--workers", "2")
+    assert again.returncode == 0 and "graded 1 submission(s)" in again.stdout, again.stderr
+    assert _scores(env, tmp_path) == {"student0": 100, "student1": 100}
+    after = _markers(course)
+    assert after["student1"] == before["student1"]      # not regraded
+    assert after["student0"] != before["student0"]
 
 
 def test_grading_twice_with_one_seed_writes_the_same_files(tmp_path):
