@@ -177,9 +177,37 @@ def test_matmul_equals_numpy(m, k, n, dtype):
     a, b = _random((m, k), dtype, 7), _random((k, n), dtype, 8)
     out = cpu.matmul(a, b)
     assert out.shape == (m, n) and out.dtype == dtype and out.flags.c_contiguous
+    _assert_matmul_close(out, a, b)
+
+
+def _assert_matmul_close(out, a, b):
     exact = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(b)   # bounds the rounding error of each sum
-    assert np.all(np.abs(out - exact) <= 4 * k * np.finfo(dtype).eps * scale + 1e-30)
+    assert np.all(np.abs(out - exact) <= 4 * a.shape[1] * np.finfo(a.dtype).eps * scale + 1e-30)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_on_strided_operands_across_task_and_k_blocks(dtype):
+    """m, n and k each longer than one task's block (ROWS_PER_TASK, COLS_PER_TASK, K_CHUNK) and
+    not a multiple of the register tile; both operands not contiguous."""
+    m, k, n = cpu.ROWS_PER_TASK + 3, cpu.K_CHUNK + 477, cpu.COLS_PER_TASK + 5
+    a = _random((m, 2 * k), dtype, 13)[:, ::2]
+    b = _random((n, k), dtype, 14).T
+    assert not (a.flags.c_contiguous or b.flags.c_contiguous)
+    out = cpu.matmul(a, b)
+    assert out.shape == (m, n) and out.dtype == dtype
+    _assert_matmul_close(out, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_carries_nan_and_inf_as_numpy(dtype):
+    a, b = np.abs(_random((17, 33), dtype, 15)), np.abs(_random((33, 19), dtype, 16))
+    a[2, 5], a[4, 0], b[7, 3] = np.nan, np.inf, np.inf
+    out, expected = cpu.matmul(a, b), a @ b
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(out[finite], expected[finite], rtol=RTOL[dtype] * 100)
 
 
 @settings(max_examples=20, deadline=None, derandomize=True)

@@ -7,8 +7,8 @@ Each kernel is a plain loop that ``@njit`` compiles to machine code, split over 
   SIMD instructions (8 float32 per AVX2 instruction) and the hardware prefetcher can stream it;
 * **blocking (tiling)**: work is cut into pieces whose data fits in cache, so that it is read from
   RAM once and reused from cache many times;
-* **register tiles**: the matmul computes a 4 x 4 block of C at once, so every value loaded from
-  memory is used 4 times.
+* **register tiles**: the matmul computes a 4 x 3 block of C at once, so every value loaded from
+  memory is used 3 or 4 times.
 
 ``map_kernel(fn)``, ``zip_kernel(fn)`` (and ``zip_broadcast_kernel``) and ``reduce_kernel(fn)`` are
 higher-order, as in the lecture: they take a scalar function and return a compiled kernel.  ``fn``
@@ -32,9 +32,9 @@ from mini.kernels.shapes import check_matmul, reduction_rows
 REORDER_SUMS = {"reassoc"}
 FASTMATH = {"reassoc", "contract"}
 BLOCK = 4096         # elements per task in reduce and broadcasting zip: enough to hide its cost
-ROWS_PER_TASK = 32   # matmul: rows of C per parallel task ...
-COLS_PER_TASK = 64   # ... and columns: the task's K_CHUNK x 64 block of B^T (256 KB) stays in L2
-K_CHUNK = 1024       # matmul: 4 rows of A and 4 of B^T, K_CHUNK long (32 KB of float32), fit L1
+ROWS_PER_TASK = 64   # matmul: rows of C per parallel task ...
+COLS_PER_TASK = 96   # ... and columns: the task's K_CHUNK x 96 block of B^T (384 KB) stays in L2
+K_CHUNK = 1024       # matmul: 4 rows of A and 3 of B^T, K_CHUNK long (28 KB of float32), fit L1
 PACK = 16            # matmul: side of the square blocks in which B is transposed
 
 # The scalar functions the backend needs: numpy ufuncs work on scalars inside @njit code; exp is
@@ -286,30 +286,31 @@ def reduce(fn, x, axis=None, start=0.0):
 
 
 # ---------------------------------------------------------------------------------------------
-# matmul: C = A B, blocked for the caches, with a 4 x 4 register tile
+# matmul: C = A B, blocked for the caches, with a 4 x 3 register tile
 # ---------------------------------------------------------------------------------------------
 
 @njit(fastmath=FASTMATH, cache=True)
-def _register_tile(a0, a1, a2, a3, b0, b1, b2, b3, c, i, j):
-    """c[i:i+4, j:j+4] += the 16 dot products of rows a0..a3 of A with rows b0..b3 of B^T.
+def _register_tile(a0, a1, a2, a3, b0, b1, b2, c, i, j):
+    """c[i:i+4, j:j+3] += the 12 dot products of rows a0..a3 of A with rows b0..b2 of B^T.
 
-    The 16 sums live in registers for the whole k loop; per k it loads 8 numbers and does 16
-    multiply-adds.  The loop runs over contiguous memory, so LLVM vectorizes it along k.
+    The loop runs over contiguous memory, so LLVM vectorizes it along k: each of the 12 sums is
+    a vector register of partial sums, and per step it loads 7 vectors and does 12 vector
+    multiply-adds.  12 sums + 3 rows of B^T fit AVX2's 16 vector registers; a 4 x 4 tile (16
+    sums + 4) does not, and the sums that do not fit go to memory and back every step.
     """
-    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = a0.dtype.type(0)
-    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = a0.dtype.type(0)
+    s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = a0.dtype.type(0)
     for k in range(a0.size):
         x0, x1, x2, x3 = a0[k], a1[k], a2[k], a3[k]
-        y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
-        s00 += x0 * y0; s01 += x0 * y1; s02 += x0 * y2; s03 += x0 * y3  # noqa: E702
-        s10 += x1 * y0; s11 += x1 * y1; s12 += x1 * y2; s13 += x1 * y3  # noqa: E702
-        s20 += x2 * y0; s21 += x2 * y1; s22 += x2 * y2; s23 += x2 * y3  # noqa: E702
-        s30 += x3 * y0; s31 += x3 * y1; s32 += x3 * y2; s33 += x3 * y3  # noqa: E702
+        y0, y1, y2 = b0[k], b1[k], b2[k]
+        s00 += x0 * y0; s01 += x0 * y1; s02 += x0 * y2  # noqa: E702
+        s10 += x1 * y0; s11 += x1 * y1; s12 += x1 * y2  # noqa: E702
+        s20 += x2 * y0; s21 += x2 * y1; s22 += x2 * y2  # noqa: E702
+        s30 += x3 * y0; s31 += x3 * y1; s32 += x3 * y2  # noqa: E702
     c0, c1, c2, c3 = c[i], c[i + 1], c[i + 2], c[i + 3]
-    c0[j] += s00; c0[j + 1] += s01; c0[j + 2] += s02; c0[j + 3] += s03  # noqa: E702
-    c1[j] += s10; c1[j + 1] += s11; c1[j + 2] += s12; c1[j + 3] += s13  # noqa: E702
-    c2[j] += s20; c2[j + 1] += s21; c2[j + 2] += s22; c2[j + 3] += s23  # noqa: E702
-    c3[j] += s30; c3[j + 1] += s31; c3[j + 2] += s32; c3[j + 3] += s33  # noqa: E702
+    c0[j] += s00; c0[j + 1] += s01; c0[j + 2] += s02  # noqa: E702
+    c1[j] += s10; c1[j + 1] += s11; c1[j + 2] += s12  # noqa: E702
+    c2[j] += s20; c2[j + 1] += s21; c2[j + 2] += s22  # noqa: E702
+    c3[j] += s30; c3[j + 1] += s31; c3[j + 2] += s32  # noqa: E702
 
 
 @njit(parallel=True, cache=True)
@@ -332,10 +333,10 @@ def _pack_transposed(b, rows):
 
 @njit(parallel=True, cache=True)
 def matmul_kernel(a, bt):
-    """C = A B from A (m, k) and B^T (n, k), m and n multiples of 4.
+    """C = A B from A (m, k) and B^T (n, k), m a multiple of 4 and n of 3.
 
     Each parallel task owns a ROWS_PER_TASK x COLS_PER_TASK block of C and walks k in chunks of
-    K_CHUNK; within a chunk, 4 rows of A (in L1) meet every 4 rows of B^T of the block (in L2).
+    K_CHUNK; within a chunk, 4 rows of A (in L1) meet every 3 rows of B^T of the block (in L2).
     """
     m, k = a.shape
     n = bt.shape[0]
@@ -347,9 +348,9 @@ def matmul_kernel(a, bt):
             k1 = min(k0 + K_CHUNK, k)
             for i in range(i0, min(i0 + ROWS_PER_TASK, m), 4):
                 a0, a1, a2, a3 = a[i, k0:k1], a[i + 1, k0:k1], a[i + 2, k0:k1], a[i + 3, k0:k1]
-                for j in range(j0, min(j0 + COLS_PER_TASK, n), 4):
+                for j in range(j0, min(j0 + COLS_PER_TASK, n), 3):
                     _register_tile(a0, a1, a2, a3, bt[j, k0:k1], bt[j + 1, k0:k1],
-                                   bt[j + 2, k0:k1], bt[j + 3, k0:k1], c, i, j)
+                                   bt[j + 2, k0:k1], c, i, j)
     return c
 
 
@@ -361,5 +362,5 @@ def matmul(a, b):
     a = np.ascontiguousarray(a)
     if m % 4:   # the register tile takes rows of A four at a time: pad A with zero rows
         a = np.concatenate([a, np.zeros((4 - m % 4, a.shape[1]), a.dtype)])
-    c = matmul_kernel(a, _pack_transposed(b, -(-n // 4) * 4))
+    c = matmul_kernel(a, _pack_transposed(b, -(-n // 3) * 3))   # and B^T's three at a time
     return c if c.shape == (m, n) else np.ascontiguousarray(c[:m, :n])
