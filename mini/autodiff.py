@@ -33,15 +33,15 @@ class Box(Node, TracedValue):
 
     def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
                  name=None, trace=0):
-        super().__init__(value, fun, args, kwargs, parents, parent_argnums, name)
-        self.trace = trace
+        # Node.__init__'s assignments, written out: this runs once per traced operation
+        self.value, self.fun, self.args, self.kwargs = value, fun, args, kwargs or {}
+        self.parents, self.parent_argnums = tuple(parents), tuple(parent_argnums)
+        self.name, self.source, self.trace = name, None, trace
 
-    def record(self, prim, args, kwargs):
+    def record(self, prim, kwargs, values, traced, argnums, outer):
         """Compute ``prim`` on the unboxed arguments and return the result boxed as a new node."""
-        values, argnums, outer = self.unboxed(args)
         value = prim(*values, **kwargs) if outer else prim.fun(*values, **kwargs)
-        node = Box(value, prim, tuple(values), kwargs, [args[i] for i in argnums], argnums,
-                   trace=self.trace)
+        node = Box(value, prim, tuple(values), kwargs, traced, argnums, None, self.trace)
         if _record_source:
             node.source = _caller()
         return node

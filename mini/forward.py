@@ -20,13 +20,12 @@ class Dual(TracedValue):
     def __init__(self, value, tangent, trace):
         self.value, self.tangent, self.trace = value, tangent, trace
 
-    def record(self, prim, args, kwargs):
+    def record(self, prim, kwargs, values, traced, argnums, outer):
         """Compute ``prim`` on the values and push the arguments' tangents through its JVPs."""
-        values, argnums, outer = self.unboxed(args)
         ans = prim(*values, **kwargs) if outer else prim.fun(*values, **kwargs)
         tangent = None
-        for argnum in argnums:
-            share = jvp_of(prim, argnum)(args[argnum].tangent, ans, *values, **kwargs)
+        for argnum, dual in zip(argnums, traced):
+            share = jvp_of(prim, argnum)(dual.tangent, ans, *values, **kwargs)
             tangent = share if tangent is None else add(tangent, share)
         return Dual(ans, tangent, self.trace)
 

@@ -44,34 +44,40 @@ class TracedValue(TracedArray):
 
     @classmethod
     def apply(cls, prim, args, kwargs):
-        """Record ``prim`` on the innermost trace among its arguments."""
-        top = None
-        for arg in args:
-            if isinstance(arg, TracedValue):
-                if top is None or arg.trace > top.trace:
+        """Record ``prim`` on the innermost trace among its arguments.
+
+        One pass over the arguments unwraps the values of the innermost trace seen so far; an
+        argument of a later (inner) trace puts the earlier ones back.  ``outer`` says whether
+        values of other traces remain, so that the primitive must be applied again to them.
+        """
+        values, argnums, traced, top, outer = list(args), [], [], None, False
+        for argnum, arg in enumerate(args):
+            if isinstance(arg, Traced):
+                if not isinstance(arg, TracedValue):
+                    raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad "
+                                    f"with a framework node ({arg!r}); use one front end at a time")
+                if top is None:
                     top = arg
-            elif isinstance(arg, Traced):
-                raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad with "
-                                f"a framework node ({arg!r}); use one front end at a time")
+                elif arg.trace != top.trace:
+                    outer = True
+                    if arg.trace < top.trace:
+                        continue
+                    for i in argnums:
+                        values[i] = args[i]
+                    top, argnums, traced = arg, [], []
+                values[argnum] = value = arg.value
+                argnums.append(argnum)
+                traced.append(arg)
+                if isinstance(value, Traced):
+                    outer = True
         if prim.piecewise_constant:
             return prim.fun(*[raw(arg) for arg in args], **kwargs)
-        return top.record(prim, args, kwargs)
+        return top.record(prim, kwargs, values, traced, argnums, outer)
 
-    def record(self, prim, args, kwargs):
-        """Compute ``prim`` and return its result traced by ``self.trace`` (in subclasses)."""
+    def record(self, prim, kwargs, values, traced, argnums, outer):
+        """Compute ``prim`` on ``values`` (its arguments with this trace's values unwrapped:
+        those of ``traced``, at ``argnums``) and return its result traced by this trace."""
         raise NotImplementedError
-
-    def unboxed(self, args):
-        """``args`` with this trace's values unwrapped, this trace's argument positions, and
-        whether values of other (outer) traces remain among them."""
-        values, argnums, outer = list(args), [], False
-        for argnum, arg in enumerate(args):
-            if isinstance(arg, TracedValue):
-                if arg.trace == self.trace:
-                    values[argnum] = arg = arg.value
-                    argnums.append(argnum)
-                outer = outer or isinstance(arg, TracedValue)
-        return values, argnums, outer
 
     shape = property(lambda self: np.shape(raw(self)))
     ndim = property(lambda self: np.ndim(raw(self)))
