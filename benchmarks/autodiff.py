@@ -10,9 +10,14 @@ Three programs, each written once with mini's primitives and once with ``autogra
     the result: per-operation overhead of tracing and of the reverse pass;
 (c) the same chain with 10,000 steps.
 
-Each cell is the median of ``--repeats`` timings after warm-up runs that are not counted; mini and
-autograd alternate within each repeat, so both see the same machine state.  The target is
-mini / autograd <= 0.8 on every row.  numpy is held to one thread, so the numbers describe one core.
+When PyTorch is importable, each program also runs in PyTorch eager mode (float64 tensors, the
+gradient by ``torch.autograd.grad``), held to one thread like numpy; otherwise its column says "not
+installed" (``pip install -e .[bench]``; the CPU-only torch wheel is enough, see pyproject.toml).
+
+Each cell is the median of ``--repeats`` timings after warm-up runs that are not counted; mini,
+autograd and PyTorch alternate within each repeat, so all see the same machine state.  The target
+is mini / autograd <= 0.8 on every row; mini / PyTorch is printed for comparison only.  numpy is
+held to one thread, so the numbers describe one core.
 """
 import os
 
@@ -34,6 +39,12 @@ from autograd.extend import defvjp, primitive
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))    # run from a checkout
 import mini
 from mini import nn
+
+try:
+    import torch
+    torch.set_num_threads(1)
+except ImportError:
+    torch = None
 
 V, D, B, T, H, C = 1000, 64, 32, 20, 64, 2
 TARGET = 0.8
@@ -71,6 +82,30 @@ def autograd_classifier_loss(params, ids, mask, labels):
     return -anp.mean(anp.sum(np.eye(logits.shape[-1])[labels] * log_probs, axis=-1))
 
 
+def torch_classifier_loss(params, ids, mask, labels):
+    """nn.SentimentClassifier.loss, line for line, in PyTorch (``ids`` and ``labels`` int64)."""
+    vectors = params["embedding"][ids]
+    hidden = torch.relu(vectors @ params["hidden.W"] + params["hidden.b"])
+    token_logits = hidden @ params["output.W"] + params["output.b"]
+    mask3 = mask[:, :, None]
+    logits = (token_logits * mask3).sum(1) / mask3.sum(1)
+    log_probs = logits - torch.logsumexp(logits, -1, keepdim=True)
+    return -(torch.eye(logits.shape[-1], dtype=logits.dtype)[labels] * log_probs).sum(-1).mean()
+
+
+def torch_value_and_grad(loss, params, *data):
+    """(loss, {name: gradient}) from fresh leaf tensors, as a training step would compute it."""
+    leaves = {name: torch.from_numpy(value).requires_grad_() for name, value in params.items()}
+    value = loss(leaves, *data)
+    grads = torch.autograd.grad(value, list(leaves.values()))
+    return value.item(), {name: g.numpy() for name, g in zip(leaves, grads)}
+
+
+def torch_chain_grad(steps):
+    x = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.grad(chain(x, steps), x)[0].item()
+
+
 def chain(x, steps):
     """``steps`` times x = x * c + 0: two primitives per step, each node read once."""
     for _ in range(steps):
@@ -79,30 +114,42 @@ def chain(x, steps):
 
 
 def programs():
-    """name -> (mini thunk, autograd thunk), each computing a gradient from scratch."""
+    """name -> (mini thunk, autograd thunk, PyTorch thunk or None), each computing a gradient
+    from scratch."""
     model, params, ids, mask, labels = classifier_batch()
     mini_step = mini.value_and_grad(model.loss)
     autograd_step = autograd.value_and_grad(autograd_classifier_loss)
+    torch_step = None
+    if torch is not None:
+        data = (torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(labels))
+        torch_step = lambda: torch_value_and_grad(torch_classifier_loss, params, *data)  # noqa: E731
     rows = {"(a) classifier training step": (
         lambda: mini_step(params, ids, mask, labels),
-        lambda: autograd_step(params, ids, mask, labels))}
+        lambda: autograd_step(params, ids, mask, labels),
+        torch_step)}
     for steps in (1_000, 10_000):
         rows[f"({'b' if steps == 1_000 else 'c'}) scalar chain, {steps:,} steps"] = (
             lambda s=steps: mini.grad(chain)(1.5, s),
-            lambda s=steps: autograd.grad(chain)(1.5, s))
+            lambda s=steps: autograd.grad(chain)(1.5, s),
+            None if torch is None else lambda s=steps: torch_chain_grad(s))
     return rows
 
 
 def check_agreement(rows):
-    """Before timing: both sides must compute the same numbers."""
-    for name, (mini_thunk, autograd_thunk) in rows.items():
-        ours, theirs = mini_thunk(), autograd_thunk()
-        if isinstance(ours, tuple):
-            assert np.isclose(ours[0], theirs[0], rtol=1e-10), name
-            ours, theirs = ours[1], theirs[1]
-        for key in (ours if isinstance(ours, dict) else [None]):
-            a, b = (ours[key], theirs[key]) if key else (ours, theirs)
-            assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{name}: gradients differ at {key}"
+    """Before timing: every side must compute the same numbers as mini."""
+    for name, (mini_thunk, *others) in rows.items():
+        ours = mini_thunk()
+        for theirs in (thunk() for thunk in others if thunk is not None):
+            _assert_same(name, ours, theirs)
+
+
+def _assert_same(name, ours, theirs):
+    if isinstance(ours, tuple):
+        assert np.isclose(ours[0], theirs[0], rtol=1e-10), f"{name}: losses differ"
+        ours, theirs = ours[1], theirs[1]
+    for key in (ours if isinstance(ours, dict) else [None]):
+        a, b = (ours[key], theirs[key]) if key else (ours, theirs)
+        assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{name}: gradients differ at {key}"
 
 
 def median_seconds(thunks, repeats, warmup=2):
@@ -125,12 +172,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = programs()
     check_agreement(rows)
-    print(f"{'program':<36}{'mini (ms)':>11}{'autograd (ms)':>15}{'mini/autograd':>15}  target")
+    print(f"PyTorch: {'not installed' if torch is None else torch.__version__ + ', 1 thread'}")
+    print(f"{'program':<36}{'mini (ms)':>11}{'autograd (ms)':>15}{'PyTorch (ms)':>15}"
+          f"{'mini/autograd':>15}{'mini/PyTorch':>14}  target (mini/autograd)")
     for name, thunks in rows.items():
-        ours, theirs = median_seconds(thunks, args.repeats)
+        ours, theirs, pytorch = median_seconds([t for t in thunks if t is not None],
+                                               args.repeats) + [None] * (thunks[2] is None)
         ratio = ours / theirs
-        print(f"{name:<36}{ours * 1e3:>11.3f}{theirs * 1e3:>15.3f}{ratio:>15.2f}  "
-              f"{'ok' if ratio <= TARGET else 'MISSED'} (<= {TARGET})")
+        pytorch_ms, mini_over_pytorch = (("not installed", "-") if pytorch is None else
+                                         (f"{pytorch * 1e3:.3f}", f"{ours / pytorch:.2f}"))
+        print(f"{name:<36}{ours * 1e3:>11.3f}{theirs * 1e3:>15.3f}{pytorch_ms:>15}{ratio:>15.2f}"
+              f"{mini_over_pytorch:>14}  {'ok' if ratio <= TARGET else 'MISSED'} (<= {TARGET})")
 
 
 if __name__ == "__main__":
