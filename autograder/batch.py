@@ -10,11 +10,13 @@ submission's scores are in, a marker with the notebook's hash is left beside its
 so a batch that was interrupted resumes where it stopped and an unchanged submission is not graded
 twice.
 
-Ctrl-C stops a batch between two merges: the parent takes SIGINT as a request (a flag, not an
+Ctrl-C stops a batch between two merges.  The parent takes SIGINT as a request (a flag, not an
 exception that could land in the middle of a merge, or in a finalizer that would swallow it),
-merges nothing more, tells the workers to start no other submission, waits for them (the Ctrl-C
-of a terminal reaches them too, and nbgrader gives up on the notebook it was running) and raises
-KeyboardInterrupt.  The scores merged before stay, with their markers.
+merges nothing more and tells the workers to stop, and each worker ends at once: left alone,
+nbclient turns SIGINT into a shut-down kernel, ``ResilientExecute`` takes that for a crash of the
+student's code, starts a new kernel and grades on, and the pool would run every queued submission
+before letting go.  The scores merged before stay, with their markers; the next run grades the
+rest.
 """
 import collections
 import concurrent.futures
@@ -121,6 +123,8 @@ def _autograde_in_pool(todo, workers, progress):
                 done, _ = concurrent.futures.wait(
                     pending, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
                 for job in done:
+                    if interrupted.is_set():
+                        break
                     lab, student, path = submission = pending.pop(job)
                     try:
                         scores, problem = job.result()
@@ -189,7 +193,6 @@ def _digest(path):
 # --- inside a worker process ---------------------------------------------------------------------
 
 _api = None
-_stop = None
 
 
 def _start_worker(gradebook, scratch, environment, stop):
@@ -198,8 +201,8 @@ def _start_worker(gradebook, scratch, environment, stop):
     Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
     submission's own autograded copy), nor the solutions, nor the gradebook copies, nor the network.
     """
-    global _api, _stop
-    _stop = stop
+    global _api
+    threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
     os.environ.update(environment)
     _quiet_nbgrader()
     mine = Path(scratch) / str(os.getpid())
@@ -215,10 +218,15 @@ def _start_worker(gradebook, scratch, environment, stop):
                       ipc_prefix=mine / "run" / "kernel-ipc")
 
 
+def _exit_when_set(stop):
+    """End this worker as soon as the parent says stop, whatever nbgrader is doing.  Its kernel
+    follows: ipykernel exits when its parent process is gone."""
+    stop.wait()
+    os._exit(1)
+
+
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
-    if _stop.is_set():
-        return None, "Interrupted: autograde was stopped before this submission"
     os.environ["MINI_KERNEL_HOME"] = str(_autograded(lab, student))
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:
