@@ -119,14 +119,12 @@ def programs():
     model, params, ids, mask, labels = classifier_batch()
     mini_step = mini.value_and_grad(model.loss)
     autograd_step = autograd.value_and_grad(autograd_classifier_loss)
-    torch_step = None
-    if torch is not None:
-        data = (torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(labels))
-        torch_step = lambda: torch_value_and_grad(torch_classifier_loss, params, *data)  # noqa: E731
+    data = None if torch is None else [torch.from_numpy(v) for v in (ids, mask, labels)]
     rows = {"(a) classifier training step": (
         lambda: mini_step(params, ids, mask, labels),
         lambda: autograd_step(params, ids, mask, labels),
-        torch_step)}
+        None if torch is None else lambda: torch_value_and_grad(torch_classifier_loss, params,
+                                                                *data))}
     for steps in (1_000, 10_000):
         rows[f"({'b' if steps == 1_000 else 'c'}) scalar chain, {steps:,} steps"] = (
             lambda s=steps: mini.grad(chain)(1.5, s),

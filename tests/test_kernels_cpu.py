@@ -40,7 +40,7 @@ def _ulps_apart(a, b):
 
 
 def _exp_float32_exact(x):
-    """e^x rounded once to float32, from float64 (53 bits, so no double-rounding error to speak of)."""
+    """e^x rounded once to float32, from float64 (53 bits: double rounding is all but absent)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return np.exp(x.astype(np.float64)).astype(np.float32)
 

@@ -17,6 +17,10 @@ cache a kernel on disk (``cache=True``) only when it can name ``fn`` the same wa
 Python session: a ufunc it can, an ``@njit`` function it cannot, so those kernels are compiled
 again in every session.
 
+Two scalar functions are mini's own, written so that a loop of them vectorises: ``exp`` (for
+float32 a polynomial; numpy's ``np.exp`` inside a kernel is one call into the C library per
+element) and ``ieee_maximum``, which ``reduce`` uses for ``np.maximum``.
+
 The host functions ``map``, ``zip``, ``reduce`` and ``matmul`` take and return numpy arrays.
 """
 import numpy as np
@@ -42,8 +46,6 @@ PACK = 16            # matmul: side of the square blocks in which B is transpose
 log, tanh = np.log, np.tanh
 add, subtract, multiply, divide, maximum = np.add, np.subtract, np.multiply, np.divide, np.maximum
 
-_compiled = {}
-
 
 # ---------------------------------------------------------------------------------------------
 # Scalar functions that LLVM can vectorise
@@ -54,7 +56,8 @@ def _bits(typingctx, x):
     """The 64 bits of the float64 ``x`` read as an int64 (no conversion: the same bits)."""
     if x != types.float64:
         return None
-    return types.int64(x), lambda context, builder, sig, args: builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(x), lambda context, builder, sig, args: builder.bitcast(args[0],
+                                                                               ir.IntType(64))
 
 
 @intrinsic
@@ -62,7 +65,8 @@ def _float64(typingctx, i):
     """The 64 bits of the int64 ``i`` read as a float64."""
     if i != types.int64:
         return None
-    return types.float64(i), lambda context, builder, sig, args: builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(i), lambda context, builder, sig, args: builder.bitcast(args[0],
+                                                                                 ir.DoubleType())
 
 
 SHIFTER = 1.5 * 2.0 ** 52    # adding it rounds a double to an integer, which lands in its low bits
@@ -102,6 +106,13 @@ def _exp_implementation(x):
     return lambda x: np.exp(x)    # float64: the C library's exp, the one numpy calls
 
 
+@njit
+def exp(x):
+    """e^x: for float32 mini's vectorisable exp (within 1 ulp; numpy's is within 3), for float64
+    the C library's, as numpy."""
+    return _exp_for(x)
+
+
 @intrinsic
 def _llvm_maximum(typingctx, a, b):
     """IEEE 754-2019 maximum (LLVM's ``llvm.maximum``): NaN if either is NaN, and -0 < +0."""
@@ -124,11 +135,11 @@ def ieee_maximum(a, b):
     return _llvm_maximum(a, b)
 
 
-@njit
-def exp(x):
-    """e^x: for float32 mini's vectorisable exp (within 1 ulp; numpy's is within 3), for float64
-    the C library's, as numpy."""
-    return _exp_for(x)
+# ---------------------------------------------------------------------------------------------
+# Compiling a kernel for a scalar function
+# ---------------------------------------------------------------------------------------------
+
+_compiled = {}
 
 
 def _jit(key, fn, make, fastmath=False):
