@@ -177,12 +177,13 @@ class _GraderFailures:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            self.problems.append(report.longreprtext.strip().splitlines()[-1])
+            self.problems.append(report.longreprtext.strip().rpartition("\n")[2]
+                                 or f"could not collect {report.nodeid}")
 
     def pytest_runtest_makereport(self, item, call):
         if call.excinfo is not None and not (
                 call.when == "call" and call.excinfo.errisinstance(AssertionError)):
-            self.problems.append(call.excinfo.exconly().splitlines()[0])
+            self.problems.append(call.excinfo.exconly().partition("\n")[0])
 
 
 def _feedback(args):
