@@ -5,7 +5,8 @@
 Every row is measured side by side in this one process: numpy and mini run in alternation, round
 after round, so that both see the same machine (on a shared machine the load changes from second
 to second), and the table gives the median of the rounds, after one warm-up call each (which
-also compiles the kernels).  ratio = mini / numpy: below 1 mini is faster.
+also compiles the kernels).  ratio = mini / numpy: below 1 mini is faster.  "map exp" is mini's
+own exp (``cpu.map(cpu.exp, x)``, what the cpu backend runs) against ``np.exp``.
 
 numpy's matmul is OpenBLAS, which picks its kernels for the CPU at start-up; OPENBLAS_CORETYPE
 (e.g. Haswell, SkylakeX, Zen) overrides that choice, and the header prints the core in use, since
