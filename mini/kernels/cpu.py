@@ -324,13 +324,21 @@ def _register_tile(a0, a1, a2, a3, b0, b1, b2, c, i, j):
     c3[j] += s30; c3[j + 1] += s31; c3[j + 2] += s32  # noqa: E702
 
 
+@njit(fastmath=FASTMATH, cache=True)
+def _dot(x, y):
+    """sum_k x[k] y[k]: C's last columns when n is not a multiple of the tile's 3."""
+    total = x.dtype.type(0)
+    for k in range(x.size):
+        total += x[k] * y[k]
+    return total
+
+
 @njit(parallel=True, cache=True)
-def _pack_transposed(b, rows):
-    """B^T as a C-contiguous (rows, k) array, zero rows below n; copied in PACK x PACK blocks
-    so that both the reads and the writes stay within a few cache lines."""
+def _pack_transposed(b):
+    """B^T as a C-contiguous (n, k) array, copied in PACK x PACK blocks so that both the reads
+    and the writes stay within a few cache lines."""
     k, n = b.shape
-    bt = np.empty((rows, k), b.dtype)
-    bt[n:] = 0
+    bt = np.empty((n, k), b.dtype)
     k_blocks = (k + PACK - 1) // PACK
     for task in prange((n + PACK - 1) // PACK * k_blocks):
         j0, k0 = task // k_blocks * PACK, task % k_blocks * PACK
@@ -344,24 +352,33 @@ def _pack_transposed(b, rows):
 
 @njit(parallel=True, cache=True)
 def matmul_kernel(a, bt):
-    """C = A B from A (m, k) and B^T (n, k), m a multiple of 4 and n of 3.
+    """C = A B from A (m, k) and B^T (n, k), m a multiple of 4.
 
     Each parallel task owns a ROWS_PER_TASK x COLS_PER_TASK block of C and walks k in chunks of
     K_CHUNK; within a chunk, 4 rows of A (in L1) meet every 3 rows of B^T of the block (in L2).
+    The last n % 3 columns of C are plain dot products.
     """
     m, k = a.shape
     n = bt.shape[0]
+    whole = n - n % 3
     c = np.zeros((m, n), a.dtype)
     col_tasks = (n + COLS_PER_TASK - 1) // COLS_PER_TASK
     for task in prange((m + ROWS_PER_TASK - 1) // ROWS_PER_TASK * col_tasks):
         i0, j0 = task // col_tasks * ROWS_PER_TASK, task % col_tasks * COLS_PER_TASK
+        j1 = min(j0 + COLS_PER_TASK, n)
         for k0 in range(0, k, K_CHUNK):
             k1 = min(k0 + K_CHUNK, k)
             for i in range(i0, min(i0 + ROWS_PER_TASK, m), 4):
                 a0, a1, a2, a3 = a[i, k0:k1], a[i + 1, k0:k1], a[i + 2, k0:k1], a[i + 3, k0:k1]
-                for j in range(j0, min(j0 + COLS_PER_TASK, n), 3):
+                for j in range(j0, min(j1, whole), 3):
                     _register_tile(a0, a1, a2, a3, bt[j, k0:k1], bt[j + 1, k0:k1],
                                    bt[j + 2, k0:k1], c, i, j)
+                for j in range(max(j0, whole), j1):
+                    b_j = bt[j, k0:k1]
+                    c[i, j] += _dot(a0, b_j)
+                    c[i + 1, j] += _dot(a1, b_j)
+                    c[i + 2, j] += _dot(a2, b_j)
+                    c[i + 3, j] += _dot(a3, b_j)
     return c
 
 
@@ -369,9 +386,8 @@ def matmul(a, b):
     """a @ b for 2-D float arrays of one dtype: (m, k) @ (k, n) -> (m, n)."""
     a, b = np.asarray(a), np.asarray(b)
     check_matmul(a, b)
-    m, n = a.shape[0], b.shape[1]
+    m = a.shape[0]
     a = np.ascontiguousarray(a)
     if m % 4:   # the register tile takes rows of A four at a time: pad A with zero rows
         a = np.concatenate([a, np.zeros((4 - m % 4, a.shape[1]), a.dtype)])
-    c = matmul_kernel(a, _pack_transposed(b, -(-n // 3) * 3))   # and B^T's three at a time
-    return c if c.shape == (m, n) else np.ascontiguousarray(c[:m, :n])
+    return matmul_kernel(a, _pack_transposed(b))[:m]   # first rows of a C array: contiguous
