@@ -95,13 +95,20 @@ def _change_kernelspec(nb):
     nb.metadata["kernelspec"] = {"name": "evil", "display_name": "evil", "language": "python"}
 
 
+GRADER_IMPORT_BLOCKED = ("import autograder.checks: ImportError: the autograder cannot be imported "
+                         "from a submission")
+
+
 def broken_backward_pass_with_patches():
+    """Patches numpy and tries to patch the checks; prints whether importing them was refused."""
     nb = inside("backward_pass", "return {}")
     nb.cells.insert(2, nbformat.v4.new_code_cell(
         "import numpy as np\nnp.allclose = lambda *a, **k: True\n"
         "np.isclose = lambda *a, **k: True\n"
         "try:\n    import autograder.checks as c\n    c.verify = lambda *a, **k: None\n"
-        "except ImportError:\n    pass\n"
+        "    print('import autograder.checks: patched verify')\n"
+        "except ImportError as error:\n"
+        "    print(f'import autograder.checks: ImportError: {error}')\n"
         "class Always(float):\n    def __eq__(self, other): return True\n"))
     return nb
 
@@ -114,16 +121,26 @@ def reference_backward_pass():
     return nb
 
 
+NOTHING_READ = "read 0 file(s) of the solutions and the course"
+
+
 def reads_and_writes_course_files():
-    """Reads and appends to every file of the solutions and of the course folder it can find."""
+    """Reads and appends to every file of the solutions and of the course folder it can find
+    (outside the folder it runs in, which on the nbgrader path lies in the course), and prints
+    how many it could read."""
     course = os.environ["MINI_COURSE_DIR"]
     return with_cell(
-        "import glob\nstolen = []\n"
+        "import glob, os\nstolen = []\n"
         f"for pattern in [{str(ROOT / 'solutions' / '*' / '*.ipynb')!r}, {course + '/**'!r}]:\n"
         "    for path in glob.glob(pattern, recursive=True):\n"
+        "        if os.path.isdir(path) or os.path.abspath(path).startswith(os.getcwd() + os.sep):\n"
+        "            continue\n"
         "        try:\n            stolen.append(open(path).read()[:10])\n"
         "            open(path, 'a').write('tampered')\n        except OSError:\n            pass\n"
-        f"open({str(ROOT / 'solutions' / 'tampered.txt')!r}, 'w').write('x')\n")
+        "print(f'read {len(stolen)} file(s) of the solutions and the course')\n"
+        "try:\n"
+        f"    open({str(ROOT / 'solutions' / 'tampered.txt')!r}, 'w').write('x')\n"
+        "except OSError:\n    pass\n")
 
 
 PLANTED = [ROOT / "mini" / "planted.py", ROOT / "autograder" / "checks" / "planted.py",
@@ -234,5 +251,13 @@ def write(folder, student, nb):
     nbformat.write(nb, path)
 
 
-BROKEN_MESSAGES = ("not a readable notebook", "nbformat 3", "missing",
-                   "not a lab3_autodiff notebook")
+BROKEN_MESSAGES = {   # what each submission that is not a usable notebook is told, on both paths
+    "invalid_json": f"{LAB}.ipynb is not a readable notebook (NotJSONError: Notebook does not "
+                    "appear to be JSON: '{ this is not json')",
+    "empty_file": f"{LAB}.ipynb is not a readable notebook (NotJSONError: Notebook does not appear "
+                  "to be JSON: '')",
+    "nbformat_3": f"{LAB}.ipynb is an nbformat 3 notebook; submit the lab's notebook as saved by "
+                  "Jupyter (nbformat 4)",
+    "missing_notebook": f"no notebook was submitted for {LAB} ({LAB}.ipynb is missing)",
+    "another_lab": f"{LAB}.ipynb is not a {LAB} notebook: none of its cells belong to that lab",
+}
