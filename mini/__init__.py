@@ -5,10 +5,13 @@
     mini.grad(f, argnum=0)(3.0, 0.5)          # 1 + 1.5 e^5.5
 
 The pieces, in the order the labs meet them: ``mini.graph`` (nodes, topological order, evaluation),
-``mini.primitives`` (the operations and their VJPs, in one table), ``mini.autodiff`` (reverse mode
-by tracing), ``mini.gradcheck`` (central differences), ``mini.framework`` (a TensorFlow-v1 style
-static graph over the same table), ``mini.nn`` and ``mini.data`` (a sentiment classifier),
-``mini.kernels`` (Numba CPU and CUDA kernels as a backend) and ``mini.viz`` (pictures).
+``mini.primitives`` (the operations and their derivatives; the linear ones in ``mini.linear``, the
+table itself in ``mini.table``), ``mini.autodiff`` (reverse mode by tracing, derivatives of
+derivatives; ``mini.tracing`` keeps nested traces apart and ``mini.numpy_tracing`` turns numpy
+calls into primitives), ``mini.forward`` (forward mode), ``mini.gradcheck`` (central
+differences), ``mini.framework`` (a TensorFlow-v1 style static graph over the same table),
+``mini.nn`` and ``mini.data`` (a sentiment classifier), ``mini.kernels`` (Numba CPU and CUDA
+kernels as a backend) and ``mini.viz`` (pictures).
 """
 from mini.autodiff import (
     add_outgrads, backward_pass, grad, hessian, hessian_vector_product, jacobian, make_vjp,

@@ -6,10 +6,7 @@ computation graph (L05 slide 13).  The reverse pass (slide 27) then walks that g
 back to the input, asking each node's VJP (``mini.primitives.vjp_table``) for its parents' shares of
 the gradient and summing the shares of nodes with several outgoing edges (slide 20).
 """
-import linecache
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -18,10 +15,6 @@ from mini.primitives import add, reshape, stack, vjp_of, zeros_like
 from mini.primitives import sum as total
 from mini.tracing import TracedValue, new_trace, raw
 
-_MINI_DIR = str(Path(__file__).resolve().parent)
-_record_source = False   # set by gradcheck.diagnose: remember where in the program each node is made
-
-
 class Box(Node, TracedValue):
     """A value being traced: a graph node that behaves like the number or array it holds.
 
@@ -29,7 +22,6 @@ class Box(Node, TracedValue):
     """
 
     __slots__ = ("trace",)
-    _created = 0
 
     def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
                  name=None, trace=0):
@@ -41,10 +33,7 @@ class Box(Node, TracedValue):
     def record(self, prim, kwargs, values, traced, argnums, outer):
         """Compute ``prim`` on the unboxed arguments and return the result boxed as a new node."""
         value = prim(*values, **kwargs) if outer else prim.fun(*values, **kwargs)
-        node = Box(value, prim, tuple(values), kwargs, traced, argnums, None, self.trace)
-        if _record_source:
-            node.source = _caller()
-        return node
+        return type(self)(value, prim, tuple(values), kwargs, traced, argnums, None, self.trace)
 
     def vjp_operands(self):
         """What the VJPs read: the output value and the unboxed arguments."""
@@ -52,18 +41,6 @@ class Box(Node, TracedValue):
 
     def __repr__(self):
         return f"Box({self.value!r}, from {self.label})"
-
-
-def _caller():
-    """(creation index, "file:line", source line) of the first frame outside mini itself."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_MINI_DIR):
-        frame = frame.f_back
-    Box._created += 1
-    if frame is None:
-        return Box._created, "?", ""
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return Box._created, f"{frame.f_code.co_filename}:{frame.f_lineno}", line
 
 
 def backward_pass(g, end_node):

@@ -6,13 +6,20 @@ truncation error is O(h^2) and the rounding error O(eps / h), both around 1e-10 
 functions.  :func:`diagnose` goes one step further and checks every node's VJP on its own, so that a
 wrong gradient is traced to the primitive that produced it.
 """
+import itertools
+import linecache
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from mini import autodiff
 from mini.graph import toposort
 from mini.primitives import vjp_of
+from mini.tracing import new_trace
 
 H = 1e-6
+_MINI_DIR = str(Path(__file__).resolve().parent)
 
 
 def numerical_grad(fun, *args, argnum=0, h=H):
@@ -81,15 +88,11 @@ def diagnose(fun, *args, argnum=0, rtol=1e-5, atol=1e-7, seed=0):
         position in the program (n-th operation, file and line) and the two numbers.
     """
     rng = np.random.default_rng(seed)
-    autodiff._record_source = True
-    try:
-        start = autodiff.Box(np.asarray(args[argnum], dtype=np.float64), name="input")
-        boxed = list(args)
-        boxed[argnum] = start
-        end = fun(*boxed)
-    finally:
-        autodiff._record_source = False
-    if not isinstance(end, autodiff.Box):
+    boxed = list(args)
+    boxed[argnum] = SourceBox(np.asarray(args[argnum], dtype=np.float64), name="input",
+                              trace=new_trace())
+    end = fun(*boxed)
+    if not isinstance(end, SourceBox):
         return None
     nodes = [node for node in toposort(end) if node.fun is not None]
     nodes.sort(key=lambda node: node.source[0])
@@ -101,6 +104,26 @@ def diagnose(fun, *args, argnum=0, rtol=1e-5, atol=1e-7, seed=0):
                 return (f"operation {position} of {len(nodes)}, '{node.fun.__name__}' (argument "
                         f"{argnum_}) at {where}" + (f" `{line}`" if line else "") + f": {finding}")
     return None
+
+
+class SourceBox(autodiff.Box):
+    """A Box whose operations remember where in the program they were made: ``source`` is
+    (creation index, "file:line", source line) of the first frame outside mini."""
+
+    __slots__ = ()
+    _created = itertools.count(1)
+
+    def record(self, prim, kwargs, values, traced, argnums, outer):
+        node = super().record(prim, kwargs, values, traced, argnums, outer)
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(_MINI_DIR):
+            frame = frame.f_back
+        where, line = "?", ""
+        if frame is not None:
+            where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+        node.source = next(self._created), where, line
+        return node
 
 
 def _check_vjp(node, argnum, rng, rtol, atol):
