@@ -291,7 +291,7 @@ def reduce(fn, x, axis=None, start=0.0):
     rows, kept = reduction_rows(x, axis)
     out = np.empty(rows.shape[0], x.dtype)
     # a max over many elements has no "first argument" for np.maximum's tie rule to favour
-    fn = ieee_maximum if fn is np.maximum else fn
+    fn = ieee_maximum if fn is np.maximum and x.dtype.kind == "f" else fn
     reduce_kernel(fn)(np.ascontiguousarray(rows), x.dtype.type(start), out)
     return out.reshape(kept) if kept else x.dtype.type(out[0])
 
