@@ -96,6 +96,14 @@ class TracedValue(TracedArray):
     def __ne__(self, other):
         return not_equal(self, other)
 
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        kind = "method or attribute" if hasattr(np.ndarray, name) else "attribute"
+        raise AttributeError(f"mini does not trace the array {kind} .{name} of a traced value; "
+                             "use a mini primitive (mini.sum, mini.reshape, ...) or add one with "
+                             "mini.primitive and mini.defvjp")
+
     def __array__(self, dtype=None, copy=None):
         caller = _numpy_caller()
         where = f"numpy.{caller}" if caller else "np.array / np.asarray"

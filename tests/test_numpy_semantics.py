@@ -307,3 +307,10 @@ def test_complex_values_are_refused():
 def test_numpy_calls_mini_does_not_trace_are_named(call, name):
     with pytest.raises(TypeError, match=name):
         mini.grad(lambda x: np.sum(call(x)))(np.ones(3))
+
+
+def test_array_methods_mini_does_not_trace_are_named():
+    with pytest.raises(AttributeError, match=r"mini does not trace the array method or attribute "
+                                             r"\.max of a traced value"):
+        mini.grad(lambda x: x.max())(np.ones(3))
+    assert not hasattr(mini.autodiff.Box(1.0), "__array_interface__")
