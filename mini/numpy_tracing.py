@@ -9,6 +9,7 @@ trace raises an error that names it: nothing is silently treated as a constant.
 import numpy as np
 
 from mini import primitives as p
+from mini.primitives import add, divide, getitem, matmul, multiply, negative, power, subtract
 
 UFUNCS = {np.add: p.add, np.subtract: p.subtract, np.multiply: p.multiply, np.divide: p.divide,
           np.negative: p.negative, np.power: p.power, np.exp: p.exp, np.log: p.log,
@@ -80,24 +81,24 @@ class TracedArray(p.Traced):
     __slots__ = ()
     __array_priority__ = 100.0
 
-    def __add__(self, other): return p.add(self, other)
-    def __radd__(self, other): return p.add(other, self)
-    def __sub__(self, other): return p.subtract(self, other)
-    def __rsub__(self, other): return p.subtract(other, self)
-    def __mul__(self, other): return p.multiply(self, other)
-    def __rmul__(self, other): return p.multiply(other, self)
-    def __truediv__(self, other): return p.divide(self, other)
-    def __rtruediv__(self, other): return p.divide(other, self)
-    def __pow__(self, other): return p.power(self, other)
-    def __rpow__(self, other): return p.power(other, self)
-    def __matmul__(self, other): return p.matmul(self, other)
-    def __rmatmul__(self, other): return p.matmul(other, self)
-    def __neg__(self): return p.negative(self)
+    def __add__(self, other): return add(self, other)
+    def __radd__(self, other): return add(other, self)
+    def __sub__(self, other): return subtract(self, other)
+    def __rsub__(self, other): return subtract(other, self)
+    def __mul__(self, other): return multiply(self, other)
+    def __rmul__(self, other): return multiply(other, self)
+    def __truediv__(self, other): return divide(self, other)
+    def __rtruediv__(self, other): return divide(other, self)
+    def __pow__(self, other): return power(self, other)
+    def __rpow__(self, other): return power(other, self)
+    def __matmul__(self, other): return matmul(self, other)
+    def __rmatmul__(self, other): return matmul(other, self)
+    def __neg__(self): return negative(self)
     def __gt__(self, other): return p.greater(self, other)
     def __lt__(self, other): return p.less(self, other)
     def __ge__(self, other): return p.greater_equal(self, other)
     def __le__(self, other): return p.less_equal(self, other)
-    def __getitem__(self, index): return p.getitem(self, index)
+    def __getitem__(self, index): return getitem(self, index)
 
     @property
     def T(self):

@@ -118,26 +118,28 @@ def no_tangent(t, ans, *args, **kwargs):
 
 def vjp_of(prim, argnum):
     """The VJP of ``prim`` for argument ``argnum``; an error naming both if there is none."""
-    return _lookup(vjp_table, "VJP", "mini.defvjp", prim, argnum)
+    try:
+        return vjp_table[prim][argnum]
+    except KeyError:
+        raise _missing(vjp_table, "VJP", "mini.defvjp", prim, argnum) from None
 
 
 def jvp_of(prim, argnum):
     """The JVP of ``prim`` for argument ``argnum``; an error naming both if there is none."""
-    return _lookup(jvp_table, "JVP", "mini.defjvp", prim, argnum)
+    try:
+        return jvp_table[prim][argnum]
+    except KeyError:
+        raise _missing(jvp_table, "JVP", "mini.defjvp", prim, argnum) from None
 
 
-def _lookup(table, kind, register, prim, argnum):
-    entries = table.get(prim)
-    if entries is None:
-        raise NotImplementedError(
+def _missing(table, kind, register, prim, argnum):
+    if prim not in table:
+        return NotImplementedError(
             f"primitive '{getattr(prim, '__name__', prim)}' has no {kind}s in mini's table; "
             f"register them with {register} before differentiating through it")
-    try:
-        return entries[argnum]
-    except KeyError:
-        raise NotImplementedError(
-            f"primitive '{prim.__name__}' has no {kind} for argument {argnum}: mini cannot "
-            f"differentiate with respect to that argument") from None
+    return NotImplementedError(
+        f"primitive '{prim.__name__}' has no {kind} for argument {argnum}: mini cannot "
+        f"differentiate with respect to that argument")
 
 
 class _EveryArgument:
