@@ -42,6 +42,22 @@ def _scores(env, folder):
                 if row["assignment"] == LAB and row["raw_score"]}
 
 
+def _left_running(folder, seconds=20):
+    """Processes still working in ``folder`` (kernels of the stopped batch) after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(folder):
+                    left.append(entry.name)
+            except OSError:
+                continue
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
 def _markers(course):
     return {path.parent.parent.name: path.stat().st_mtime_ns
             for path in (course / "autograded").glob(f"*/{LAB}/.mini-graded")}
@@ -68,6 +84,8 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number)
         time.sleep(0.05)
     os.killpg(batch.pid, signal_number)
     batch.wait(timeout=60)
+    assert batch.returncode == (130 if signal_number == signal.SIGINT else -signal.SIGKILL)
+    assert _left_running(course / "autograded") == []
     finished = _markers(course)
     assert 0 < len(finished) < len(students), "the batch was not stopped half-way"
     with sqlite3.connect(course / "gradebook.db") as db:
