@@ -169,17 +169,23 @@ def _broadcast_to_answer(jvp):
 @primitive
 def sum_to_like(g, like):
     """Undo broadcasting: sum ``g`` down to the shape of ``like``."""
-    shape = np.shape(like)
-    if np.shape(g) == shape:
-        return g
-    return sum_to_shape(g, shape)
+    shape = shape_of(like)
+    return g if shape_of(g) == shape else sum_to_shape(g, shape)
 
 
 @primitive
 def broadcast_to_like(g, like):
     """Broadcast ``g`` to the shape of ``like`` (the adjoint of :func:`sum_to_like`)."""
-    shape = np.shape(like)
-    return g if np.shape(g) == shape else np.broadcast_to(g, shape)
+    shape = shape_of(like)
+    return g if shape_of(g) == shape else np.broadcast_to(g, shape)
+
+
+def shape_of(x):
+    """``np.shape(x)``, without numpy's dispatch for the common cases: it runs once per edge of
+    every reverse pass."""
+    if isinstance(x, np.ndarray):
+        return x.shape
+    return () if isinstance(x, (float, int)) else np.shape(x)
 
 
 @primitive

@@ -52,10 +52,7 @@ class TracedValue(TracedArray):
         """
         values, argnums, traced, top, outer = list(args), [], [], None, False
         for argnum, arg in enumerate(args):
-            if isinstance(arg, Traced):
-                if not isinstance(arg, TracedValue):
-                    raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad "
-                                    f"with a framework node ({arg!r}); use one front end at a time")
+            if isinstance(arg, TracedValue):
                 if top is None:
                     top = arg
                 elif arg.trace != top.trace:
@@ -68,8 +65,11 @@ class TracedValue(TracedArray):
                 values[argnum] = value = arg.value
                 argnums.append(argnum)
                 traced.append(arg)
-                if isinstance(value, Traced):
+                if isinstance(value, TracedValue):
                     outer = True
+            elif isinstance(arg, Traced):
+                raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad "
+                                f"with a framework node ({arg!r}); use one front end at a time")
         if prim.piecewise_constant:
             return prim.fun(*[raw(arg) for arg in args], **kwargs)
         return top.record(prim, kwargs, values, traced, argnums, outer)
