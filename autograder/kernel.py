@@ -18,7 +18,7 @@ import resource
 import sys
 import tempfile
 
-from autograder.sandbox import confine, student_environment
+from autograder.sandbox import REPO, confine, student_environment
 
 # beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does), the
 # seed of the hidden checks, and the thread settings the instructor chose
@@ -44,8 +44,9 @@ def main():
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    os.execve(sys.executable, [sys.executable, "-I", "-m", "ipykernel_launcher",
-                               *kernel_arguments], environment)
+    start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
+             "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
+    os.execve(sys.executable, [sys.executable, "-I", "-c", start, *kernel_arguments], environment)
 
 
 if __name__ == "__main__":

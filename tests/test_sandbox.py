@@ -238,6 +238,10 @@ def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
                             if line.startswith("PROBE "))[len("PROBE "):])
     assert_nothing_found(found, "nbgrader", kind)
     assert listener.accepted == (kind == "landlock")
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        assert gb.find_submission(LAB, "prober").score == 100   # honest code, confined
     for pid in leftovers():                   # not promised on this path: do not leave them
         os.kill(int(pid), 9)
 
