@@ -1,0 +1,329 @@
+"""The student kit that ``python -m autograder release`` writes: everything a student needs, and
+nothing that gives grading away.
+
+Two promises (design.md, "Distribution"). The kit holds no answer, no hidden test and none of the
+grader: every file of it is searched for the text of solutions/' answers, of the hidden test cells
+and of autograder/checks. And it works on its own: installed in a fresh virtual environment, with
+each lab's answers typed into the kit's notebooks the way a student would, every visible test
+passes against the kit's mini, while ``import autograder`` fails there.
+
+The second test is the slow one of this file (about a minute: five notebooks, two at a time).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import tomllib
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from autograder import kit
+from autograder.checks import LABS
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW = 3            # consecutive code lines that make a passage recognisable
+SHORTEST_BLOCK = 30   # characters: a shorter one- or two-line answer ("return g * y") is not telling
+
+
+# -- what must not be in a kit ------------------------------------------------------------------
+
+def _lines(text):
+    """The code-like lines of ``text``: blank lines and comments dropped, spacing normalised."""
+    return [" ".join(line.split()) for line in text.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def _passages(lines):
+    """Every run of WINDOW consecutive lines; a shorter, long enough block as one passage."""
+    if len(lines) < WINDOW:
+        joined = "\n".join(lines)
+        return {joined} if len(joined) >= SHORTEST_BLOCK else set()
+    return {"\n".join(lines[i:i + WINDOW]) for i in range(len(lines) - WINDOW + 1)}
+
+
+def _between(source, begin, end):
+    """The blocks of ``source`` between lines holding ``begin`` and ``end``."""
+    blocks, block = [], None
+    for line in source.splitlines():
+        if begin in line:
+            block = []
+        elif end in line and block is not None:
+            blocks.append("\n".join(block))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def _notebook_text(path):
+    parts = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        parts.append(cell.source)
+        for output in cell.get("outputs", []):
+            parts += [output.get("text", ""), *output.get("data", {}).values()]
+    return "\n".join(str(part) for part in parts)
+
+
+def _text(path):
+    if path.suffix == ".ipynb":
+        return _notebook_text(path)
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise AssertionError(f"{path} is not a text file: the kit should hold only sources, "
+                             "notebooks, the data set and the environment files") from None
+
+
+def _public_lines():
+    """What students receive by design: mini's sources and the committed released notebooks.
+
+    mini holds the reference implementations (the grader switches them off while grading), so a
+    passage of an answer that is also in mini is no secret of solutions/.
+    """
+    files = [*(ROOT / "mini").rglob("*.py"), *(ROOT / "labs").glob("*/*.ipynb")]
+    return "\n".join("\n".join(_lines(_text(path))) for path in files)
+
+
+def secrets():
+    """{passage or name: where it comes from} for all that a kit must not contain."""
+    public = _public_lines()
+    found = {"### BEGIN SOLUTION": "nbgrader's solution marker",
+             "### BEGIN HIDDEN TESTS": "nbgrader's hidden-test marker"}
+    for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        where = notebook.relative_to(ROOT)
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            for block in _between(cell.source, "### BEGIN SOLUTION", "### END SOLUTION"):
+                found.update({p: f"an answer in {where}" for p in _passages(_lines(block))
+                              if p not in public})
+            for block in _between(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"):
+                found.update({line: f"a hidden test in {where}" for line in _lines(block)})
+    for module in sorted((ROOT / "autograder" / "checks").glob("*.py")):
+        where = module.relative_to(ROOT)
+        source = module.read_text()
+        found.update({p: f"the code of {where}" for p in _passages(_lines(source))
+                      if p not in public})
+        for name in re.findall(r"^(?:def|class) (\w+)", source, flags=re.MULTILINE):
+            if len(name) >= 8 and not re.search(rf"\b{name}\b", public):
+                found[name] = f"a name defined in {where}"
+    found["autograder"] = "the grader's package name"
+    return found
+
+
+def leaks(folder):
+    """[(file, what it holds)] for every kit file holding a secret, or named like the grader.
+
+    A file is compared run by run of its lines (1 to WINDOW of them, spacing normalised), so
+    an answer is found whatever its indentation, in a notebook, a module or a README.
+    """
+    known = secrets()
+    names = re.compile("|".join(rf"\b{s}\b" for s in known if re.fullmatch(r"\w+", s)))
+    problems = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        relative = str(path.relative_to(folder))
+        if {"autograder", "solutions"} & set(path.relative_to(folder).parts):
+            problems.append((relative, "a grader's or solutions' file"))
+        lines = _lines(_text(path))
+        runs = {"\n".join(lines[i:i + n]) for n in range(1, WINDOW + 1)
+                for i in range(len(lines) - n + 1)}
+        problems += [(relative, f"{known[s]}: {s[:80]!r}") for s in sorted(runs & known.keys())]
+        problems += [(relative, f"{known[m]}: {m!r}")
+                     for m in sorted(set(names.findall("\n".join(lines))))]
+    return problems
+
+
+# -- the kit of one release ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """``release all --to ... --kit ...`` into a temporary folder: labs/ and kit/ stay untouched."""
+    root = tmp_path_factory.mktemp("release")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "--course", str(root / "course"), "release", "all",
+         "--to", str(root / "release"), "--kit", str(root / "kit")],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return root
+
+
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_kit_holds_no_answer_hidden_test_or_grader(released):
+    folder = released / "kit"
+    assert leaks(folder) == []
+    for lab in LABS:          # the notebooks nbgrader released, as released
+        notebook = folder / "labs" / lab / f"{lab}.ipynb"
+        assert notebook.read_bytes() == (released / "release" / lab / f"{lab}.ipynb").read_bytes()
+    shipped = _files(folder / "mini")
+    wanted = {name: data for name, data in _files(ROOT / "mini").items()
+              if "__pycache__" not in name and not name.endswith(".pyc")}
+    assert shipped == wanted, f"kit/mini differs from mini/: {sorted(set(shipped) ^ set(wanted))}"
+    with zipfile.ZipFile(released / "kit.zip") as archive:
+        zipped = {name.removeprefix("kit/"): archive.read(name)
+                  for name in archive.namelist() if not name.endswith("/")}
+    assert zipped == _files(folder), "kit.zip does not hold exactly the kit folder"
+
+
+def test_the_search_finds_an_answer_a_hidden_test_or_the_checks_planted_in_a_kit(released,
+                                                                                    tmp_path):
+    folder = tmp_path / "kit"
+    shutil.copytree(released / "kit", folder)
+    shutil.copy(ROOT / "solutions" / "lab3_autodiff" / "lab3_autodiff.ipynb",
+                folder / "labs" / "lab3_autodiff")
+    shutil.copy(ROOT / "autograder" / "checks" / "lab2.py", folder / "mini" / "dags.py")
+    found = leaks(folder)
+    kinds = {(name, what.partition(":")[0]) for name, what in found}
+    assert ("labs/lab3_autodiff/lab3_autodiff.ipynb",
+            "an answer in solutions/lab3_autodiff/lab3_autodiff.ipynb") in kinds, found[:5]
+    assert ("labs/lab3_autodiff/lab3_autodiff.ipynb",
+            "a hidden test in solutions/lab3_autodiff/lab3_autodiff.ipynb") in kinds, found[:5]
+    assert ("mini/dags.py", "the code of autograder/checks/lab2.py") in kinds, found[:5]
+    assert ("mini/dags.py", "a name defined in autograder/checks/lab2.py") in kinds, found[:5]
+
+
+def test_kit_environment_files_name_the_students_packages_and_nothing_else(released):
+    folder = released / "kit"
+    project = tomllib.loads((folder / "pyproject.toml").read_text())
+    requirements = project["project"]["dependencies"]
+    assert [kit._name(r) for r in requirements] == [
+        "numpy", "numba", "numba-cuda", "matplotlib", "tqdm", "jupyterlab", "nbgrader"]
+    repo = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert set(requirements) <= set(repo), "the kit's versions differ from the repository's"
+    assert "jupyterlab>=4,<5" in requirements and "nbgrader>=0.9,<0.10" in requirements
+    assert "optional-dependencies" not in project["project"]
+    assert project["tool"]["setuptools"]["packages"]["find"]["include"] == ["mini", "mini.*"]
+
+    conda = yaml.safe_load((folder / "environment.yml").read_text())["dependencies"]
+    listed = [r for r in conda if isinstance(r, str) and r not in ("pip",)
+              and not r.startswith("python")]
+    listed += [r for item in conda if isinstance(item, dict) for r in item["pip"]]
+    assert sorted(listed) == sorted(requirements), "environment.yml and pyproject.toml differ"
+
+    readme, makefile = (folder / "README.md").read_text(), (folder / "Makefile").read_text()
+    assert "make setup" in readme and "make lab" in readme
+    assert re.search(r"^setup:", makefile, re.M) and re.search(r"^lab:", makefile, re.M)
+    assert all(f"labs/{lab}/{lab}.ipynb" in readme for lab in LABS)
+
+
+def test_a_folder_that_is_not_a_kit_is_never_replaced(released, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="is not a student kit"):
+        kit.write(released / "release", tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    with pytest.raises(FileNotFoundError, match="holds no released lab"):
+        kit.write(tmp_path, tmp_path / "kit")
+
+
+# -- the kit installed, the labs answered -------------------------------------------------------
+
+def _fresh_venv(where):
+    """A new venv that sees this environment's packages but neither mini nor the grader.
+
+    Made without pip (the project's pip serves it); the project environment's site-packages are
+    on its path through a .pth file, with that folder's own .pth hooks copied except the editable
+    install of this repository (which is what would bring mini and the grader in).
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], check=True, capture_output=True,
+                               text=True).stdout.strip())
+    project_site = Path(sysconfig.get_paths()["purelib"])
+    (site / "00-project-packages.pth").write_text(f"{project_site}\n")
+    for hook in project_site.glob("*.pth"):
+        if not hook.name.startswith("__editable__") and str(ROOT) not in hook.read_text():
+            shutil.copy(hook, site)
+    return python, site
+
+
+def _answered(kit_notebook, lab):
+    """The kit's notebook with the solution's answers typed into its fill-in cells."""
+    answers = {}
+    for cell in nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            answers[meta["grade_id"]] = "\n".join(
+                line for line in cell.source.splitlines()
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    nb = nbformat.read(kit_notebook, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            cell.source = answers[meta["grade_id"]]
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import importlib.util, json, sys\n"
+        "print(json.dumps({'python': sys.executable, 'mini': mini.__file__,\n"
+        "                  'autograder': importlib.util.find_spec('autograder') is not None}))"))
+    return nb
+
+
+def test_kit_installed_in_a_fresh_venv_passes_every_visible_test_once_answered(released,
+                                                                                tmp_path):
+    folder = tmp_path / "kit"
+    shutil.copytree(released / "kit", folder)
+    python, site = _fresh_venv(tmp_path / "venv")
+    offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
+    subprocess.run([python, "-m", "pip", "wheel", *offline, "-w", tmp_path / "wheel", folder],
+                   check=True, timeout=300)
+    [wheel] = (tmp_path / "wheel").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        packaged = {name.split("/")[0] for name in archive.namelist()}
+    metadata = [name for name in packaged if name.endswith(".dist-info")]
+    assert packaged == {"mini", *metadata} and len(metadata) == 1, packaged
+    subprocess.run([python, "-m", "pip", "install", *offline, wheel], check=True, timeout=300)
+    installed = {name: data for name, data in _files(site / "mini").items()
+                 if "__pycache__" not in name}
+    assert installed == _files(folder / "mini"), "the installed mini is not the kit's"
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PATH=f"{python.parent}{os.pathsep}{env['PATH']}", MPLBACKEND="Agg",
+               JUPYTER_DATA_DIR=str(tmp_path / "jupyter"), JUPYTER_PATH="")
+    running = {}
+    for lab in sorted(LABS, key=lambda lab: lab != "lab5_kernels"):   # the slowest first
+        notebook = folder / "labs" / lab / f"{lab}.ipynb"
+        nbformat.write(_answered(notebook, lab), notebook)
+        while len(running) == 2:
+            _finish_one(running)
+        log = open(tmp_path / f"{lab}.log", "w")
+        running[lab] = (log, subprocess.Popen(
+            [python, "-m", "nbconvert", "--to", "notebook", "--execute", "--output-dir",
+             str(tmp_path / "executed"), "--ExecutePreprocessor.timeout=300", notebook.name],
+            cwd=notebook.parent, env=env, stdout=log, stderr=subprocess.STDOUT))
+    while running:
+        _finish_one(running)
+
+    for lab in LABS:
+        nb = nbformat.read(tmp_path / "executed" / f"{lab}.ipynb", as_version=4)
+        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert tests and all(c.execution_count for c in tests), f"{lab}: a test cell did not run"
+        probe = json.loads(nb.cells[-1].outputs[0]["text"])
+        assert Path(probe["python"]).parent == python.parent, probe
+        assert Path(probe["mini"]).is_relative_to(site), f"{lab} imported mini from {probe['mini']}"
+        assert not probe["autograder"], f"{lab}: the grader is importable in the kit"
+
+
+def _finish_one(running, seconds=600):
+    """Wait until one of the running notebooks ends; fail with its error if it had one."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for lab, (log, process) in running.items():
+            if process.poll() is not None:
+                del running[lab]
+                log.close()
+                output = Path(log.name).read_text()
+                assert process.returncode == 0, f"{lab} failed in the kit:\n{output[-4000:]}"
+                return
+        time.sleep(0.2)
+    for log, process in running.values():
+        process.kill()
+    raise AssertionError(f"{', '.join(running)} still running after {seconds} s")
