@@ -121,22 +121,36 @@ def test_one_bug_costs_the_points_of_its_fill_in(archive, tmp_path):
     assert failed["status"] == "failed" and "toposort" in failed["output"]
 
 
-@pytest.mark.parametrize("upload, message", [
-    ({f"{LAB}.ipynb": '{"cells": [ not json'}, "is not a readable notebook"),
-    ({"notes.txt": "my notebook is attached"}, "holds no Jupyter notebook"),
-    ({"a/lab2.ipynb": None, "b/lab2_graphs.ipynb": None}, "2 notebooks (a/lab2.ipynb, "
-                                                          "b/lab2_graphs.ipynb)"),
-], ids=["not-a-notebook", "no-notebook", "two-notebooks"])
-def test_an_unusable_upload_scores_zero_and_says_why(archive, tmp_path, upload, message):
-    root = gradescope_root(archive, tmp_path)
-    for name, text in upload.items():
+def upload(root, files):
+    for name, text in files.items():
         path = root / "submission" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         write_sample("full", path) if text is None else path.write_text(text)
+
+
+def assert_zero_with(results, message):
+    assert results["score"] == 0 and message in results["output"], results["output"]
+    assert {t["name"]: t["score"] for t in results["tests"]} == dict.fromkeys(POINTS, 0.0)
+
+
+def test_a_file_that_is_not_a_notebook_scores_zero_and_says_why(archive, tmp_path):
+    root = gradescope_root(archive, tmp_path)
+    upload(root, {f"{LAB}.ipynb": '{"cells": [ not json'})
     done, results = run_autograder(root)
     assert done.returncode == 0, done.stderr
-    assert results["score"] == 0 and message in results["output"]
-    assert {t["name"]: t["score"] for t in results["tests"]} == dict.fromkeys(POINTS, 0.0)
+    assert_zero_with(results, f"{LAB}.ipynb is not a readable notebook")
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"notes.txt": "my notebook is attached", ".hidden.ipynb": None,
+      "__MACOSX/._lab2.ipynb": "\0"}, "holds no Jupyter notebook"),
+    ({"a/lab2.ipynb": None, "b/lab2_graphs.ipynb": None},
+     "2 notebooks (a/lab2.ipynb, b/lab2_graphs.ipynb)"),
+], ids=["no-notebook", "two-notebooks"])
+def test_an_upload_without_exactly_one_notebook_scores_zero_and_says_why(tmp_path, files, message):
+    upload(tmp_path, files)                     # what run_autograder runs, in this process
+    assert gradescope.grade(LAB, tmp_path, LIMITS) == 0
+    assert_zero_with(json.loads((tmp_path / "results" / "results.json").read_text()), message)
 
 
 def test_a_broken_grader_still_writes_results_that_say_so(archive, tmp_path):
