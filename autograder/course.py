@@ -5,6 +5,7 @@ and Jupyter's own config/data/runtime folders are pointed inside it, so grading 
 user's home folder.
 """
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -63,6 +64,30 @@ def api(db_url=None, kernel_name=None, ipc_prefix=None):
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 
+def exchange_dir():
+    """nbgrader's exchange folder, as ``nbgrader_config.py`` names it."""
+    return Path(load_config().Exchange.root)
+
+
+def ensure_exchange():
+    """Make the exchange folder writable by everyone with the sticky bit (mode 1777), as nbgrader
+    requires: students create their submissions in it, and none may delete another's.
+
+    Raises PermissionError, naming the folder and the command that fixes it, when this account can
+    neither create it nor set its mode (a system folder such as /srv/nbgrader/exchange).
+    """
+    folder = exchange_dir()
+    fix = f"ask an administrator to run: sudo install -d -m 1777 {folder}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if stat.S_IMODE(folder.stat().st_mode) != 0o1777:
+            folder.chmod(0o1777)
+    except PermissionError:
+        raise PermissionError(f"the exchange folder {folder} is missing or not mode 1777; "
+                              f"{fix}") from None
+    return folder
+
+
 def expand(labs):
     """``"all"`` to every lab, ``"lab3"`` to ``["lab3_autodiff"]``, ``"lab1,lab3"`` to both."""
     if labs == "all":
@@ -77,8 +102,10 @@ def expand(labs):
 
 
 def release(lab="all"):
-    """Generate the student version of each lab from ``solutions/`` into the release folder."""
+    """Generate the student version of each lab from ``solutions/`` into the release folder, and
+    make sure the exchange is there for ``nbgrader release_assignment``."""
     grader = api()
+    ensure_exchange()
     for name in expand(lab):
         result = grader.generate_assignment(name, force=True)
         if not result["success"]:

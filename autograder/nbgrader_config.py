@@ -2,7 +2,8 @@
 
 Sources are the complete notebooks in ``solutions/``; releases go to ``labs/``.  Everything a course
 run writes (submissions, autograded copies, feedback, the gradebook) lives in the course folder:
-``$MINI_COURSE_DIR``, else ``course/`` in the repository (git ignores it).
+``$MINI_COURSE_DIR``, else ``course/`` in the repository (git ignores it).  Assignments and
+feedback travel between instructor and students through nbgrader's exchange folder (below).
 """
 import os
 from pathlib import Path
@@ -16,6 +17,17 @@ c.CourseDirectory.root = str(COURSE)
 c.CourseDirectory.source_directory = str(REPO / "solutions")
 c.CourseDirectory.release_directory = os.environ.get("MINI_RELEASE_DIR") or str(REPO / "labs")
 c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
+
+# The exchange: release_assignment writes to it, students fetch from and submit to it, collect and
+# release_feedback read and write it.  Every person's nbgrader must name the same folder, writable
+# by all with the sticky bit (mode 1777, made by autograder.course.ensure_exchange).  On a shared
+# server (JupyterHub) it is a system folder outside any home, /srv/nbgrader/exchange, which the
+# hub passes to every server as MINI_EXCHANGE_DIR (autograder/jupyterhub_config.py); students read
+# it from autograder/student_nbgrader_config.py.  Without that variable (a laptop, one account
+# trying the round trip) it is the course folder's exchange/: no root needed, and hidden from
+# student code while it is graded, as the rest of the course folder is.
+c.Exchange.root = os.environ.get("MINI_EXCHANGE_DIR") or str(COURSE / "exchange")
+
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
 # Autograding: a cell may run for MINI_CELL_TIMEOUT seconds (lab 5's simulator cells need ~20 s);

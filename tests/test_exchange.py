@@ -1,0 +1,163 @@
+"""nbgrader's exchange round trip, the way a course on one shared machine runs it.
+
+One exchange folder, one instructor's course folder and two students, each person with a HOME and
+USER of their own: the instructor generates and releases lab 2, each student fetches it, fills it
+in and submits (alice twice: the later submission must be the one graded), the instructor collects,
+autogrades with ``python -m autograder autograde`` (the sandboxed path), makes the feedback and
+releases it, and each student fetches their own.
+
+The students' steps are nbgrader's own commands, run the way a student runs them: in their home
+folder, with the student configuration installed as ``~/.jupyter/nbgrader_config.py`` and the
+exchange named by ``MINI_EXCHANGE_DIR`` (what the hub passes to every server).  nbgrader takes
+the student id from the account (``pwd``, not ``$USER``); this test runs as one account, so each
+student names theirs with ``--student``.
+"""
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder import course, samples
+
+LAB = "lab2_graphs"
+BIN = Path(sys.executable).parent
+REPO = course.REPO
+# The slips in bob's notebook: one in the topological sort (samples.BUGS), and the quiz's gradient
+# with one of the two paths from a to e forgotten (21 is right, 15 misses the fan-out).
+BOB_BROKE = {"test_toposort", "test_quiz_values"}
+FORGOT_A_PATH = ("quiz_grad_a = 1.0 * (5.0 * 3.0 + 6.0 * 1.0)", "quiz_grad_a = 1.0 * (5.0 * 3.0)")
+
+
+def person(home, name, **variables):
+    """The environment of one person's processes: their own HOME and USER, nothing of the test's
+    Jupyter folders (each person's Jupyter data, nbgrader's submission cache among it, is theirs)."""
+    home.mkdir(parents=True, exist_ok=True)
+    return {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(home),
+            "USER": name, "LOGNAME": name, "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1", **variables}
+
+
+def run(*jobs):
+    """Run each ``(command, env, cwd)`` at once (different people at their own machines), wait for
+    all, and return their output; each must succeed."""
+    started = [(command, subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+               for command, env, cwd in jobs]
+    outputs = []
+    for command, process in started:
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, f"{' '.join(map(str, command))} failed:\n{output}"
+        outputs.append(output)
+    return outputs
+
+
+def student(tmp_path, name, exchange):
+    home = tmp_path / name
+    env = person(home, name, MINI_EXCHANGE_DIR=str(exchange))
+    (home / ".jupyter").mkdir()
+    shutil.copy(REPO / "autograder" / "student_nbgrader_config.py",
+                home / ".jupyter" / "nbgrader_config.py")
+    return home, env
+
+
+def nbgrader(home, env, *arguments):
+    """One of a student's nbgrader commands, as a job for :func:`run`."""
+    return [BIN / "nbgrader", *arguments], env, home
+
+
+def submitting(home, env, nb):
+    """Save ``nb`` over the student's fetched notebook; the job that submits it."""
+    nbformat.write(nb, home / LAB / f"{LAB}.ipynb")
+    return nbgrader(home, env, "submit", LAB, "--student", env["USER"])
+
+
+def feedback_of(home):
+    """``{submission timestamp: feedback HTML}`` fetched into the student's assignment folder."""
+    return {folder.name: (folder / f"{LAB}.html").read_text()
+            for folder in sorted((home / LAB / "feedback").iterdir())}
+
+
+def scores_in(html):
+    """The total and ``{test cell: score}`` that a feedback page shows its student."""
+    total = re.search(rf"{LAB} \(Score: ([\d.]+) / ([\d.]+)\)", html)
+    cells = re.findall(r'<a href="#(\w+)">Test cell</a> \(Score: ([\d.]+) / [\d.]+\)', html)
+    return float(total[1]), float(total[2]), {cell: float(score) for cell, score in cells}
+
+
+def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    monkeypatch.delenv("MINI_EXCHANGE_DIR", raising=False)     # the default: <course>/exchange
+    points = {cell.metadata.nbgrader["grade_id"]: cell.metadata.nbgrader["points"]
+              for cell in nbformat.read(REPO / "solutions" / LAB / f"{LAB}.ipynb", 4).cells
+              if cell.metadata.get("nbgrader", {}).get("grade")}
+
+    # The instructor: generate (which makes the exchange), then nbgrader's own release_assignment,
+    # run from autograder/ as the README says, so that it reads the course's nbgrader_config.py.
+    course.release("lab2")
+    exchange = tmp_path / "course" / "exchange"
+    assert stat.S_IMODE(exchange.stat().st_mode) == 0o1777
+    instructor = person(tmp_path / "teacher", "teacher", MINI_COURSE_DIR=str(tmp_path / "course"),
+                        MINI_RELEASE_DIR=str(tmp_path / "release"))
+    run(([BIN / "nbgrader", "release_assignment", LAB], instructor, REPO / "autograder"))
+    assert (exchange / "mini" / "outbound" / LAB / f"{LAB}.ipynb").is_file()
+
+    (alice, alice_env), (bob, bob_env) = (student(tmp_path, name, exchange)
+                                          for name in ("alice", "bob"))
+    run(nbgrader(alice, alice_env, "fetch_assignment", LAB),
+        nbgrader(bob, bob_env, "fetch_assignment", LAB))
+    release = tmp_path / "release"
+    for home in (alice, bob):
+        assert (home / LAB / f"{LAB}.ipynb").read_bytes() == (release / LAB / f"{LAB}.ipynb"
+                                                              ).read_bytes()
+
+    bob_nb = samples.make("bug", LAB, release)
+    quiz = next(c for c in bob_nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+                == "quiz_values")
+    assert FORGOT_A_PATH[0] in quiz.source
+    quiz.source = quiz.source.replace(*FORGOT_A_PATH)
+    run(submitting(alice, alice_env, samples.make("untouched", LAB, release)),  # no answers yet
+        submitting(bob, bob_env, bob_nb))
+    run(submitting(alice, alice_env, samples.make("full", LAB, release)))      # the final one
+    alice_final = (alice / LAB / f"{LAB}.ipynb").read_bytes()
+
+    # The instructor collects (the latest submission of each student), grades and sends feedback.
+    assert len(list((exchange / "mini" / "inbound").glob(f"alice+{LAB}+*"))) == 2
+    grader = course.api()
+    assert grader.collect(LAB)["success"]
+    collected = tmp_path / "course" / "submitted"
+    assert (collected / "alice" / LAB / f"{LAB}.ipynb").read_bytes() == alice_final
+    out, = run(([sys.executable, "-m", "autograder", "autograde", "lab2", "--workers", "1"],
+                instructor, REPO))
+    assert "graded 2 submission(s)" in out, out
+    from autograder import batch
+    assert batch.feedback(LAB) == {}
+    assert grader.release_feedback(LAB)["success"]
+
+    from nbgrader.api import Gradebook
+    with Gradebook(grader.coursedir.db_url, "mini") as gb:
+        scores = {name: gb.find_submission(LAB, name).score for name in ("alice", "bob")}
+    total = sum(points.values())
+    assert scores == {"alice": total, "bob": total - sum(points[c] for c in BOB_BROKE)}
+
+    # Each student fetches feedback: one page, for their last submission, with their own scores.
+    run(*(nbgrader(home, env, "fetch_feedback", LAB, "--student", env["USER"])
+          for home, env in ((alice, alice_env), (bob, bob_env))))
+    for home, name in ((alice, "alice"), (bob, "bob")):
+        cache = home / ".local" / "share" / "jupyter" / "nbgrader_cache" / "mini"
+        last = max((folder / "timestamp.txt").read_text() for folder in cache.iterdir())
+        pages = feedback_of(home)
+        assert list(pages) == [last], f"{name} should get feedback on their last submission only"
+        score, out_of, cells = scores_in(pages[last])
+        assert (score, out_of) == (scores[name], total)
+        broke = BOB_BROKE if name == "bob" else set()
+        assert cells == {cell: 0.0 if cell in broke else float(p) for cell, p in points.items()}
+    assert len(list((alice / ".local" / "share" / "jupyter" / "nbgrader_cache" / "mini")
+                    .iterdir())) == 2
