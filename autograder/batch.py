@@ -71,7 +71,10 @@ def autograde(labs, workers=None, force=False, progress=True):
     outcomes = {lab: Outcome([], {}, {}) for lab in labs}
     todo = []
     for lab in labs:
-        for student, path in submissions(lab):
+        collected = submissions(lab)
+        if collected:
+            _require_released(lab)
+        for student, path in collected:
             if not force and _already_graded(lab, student, path):
                 continue
             try:
@@ -93,6 +96,22 @@ def autograde(labs, workers=None, force=False, progress=True):
                 outcomes[lab].failed[student] = problem
         todo = lost
     return outcomes
+
+
+def _require_released(lab):
+    """nbgrader grades against the lab's entry in the gradebook, which ``release`` makes: without
+    it every submission would fail, one by one, with a message that names the pool, not the
+    cause."""
+    from nbgrader.api import Gradebook, MissingEntry
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        try:
+            if gb.find_assignment(lab).notebooks:
+                return
+        except MissingEntry:
+            pass
+    raise ValueError(f"{lab} has not been released in the course {course.course_dir()}: run "
+                     f"'python -m autograder release {lab}' first")
 
 
 def _autograde_in_pool(todo, workers, progress):

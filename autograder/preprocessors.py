@@ -8,6 +8,8 @@
   ``os._exit``, a signal) or leaves it deaf to interrupts costs that cell, not the whole notebook.
 * :class:`CutOutput` keeps what a cell printed to a bounded size (nbgrader's ``LimitOutput``
   counts lines, and one line of 50 MB is one line).
+* :class:`StderrIsNotFailure` lets a test cell that passed keep its points when something in it
+  printed to stderr (a warning): nbgrader scores any stderr output 0, the pytest path does not.
 
 All are named in ``nbgrader_config.py``.
 """
@@ -167,3 +169,18 @@ def _cut(text, limit):
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n... ({len(text) - limit} more characters cut)"
+
+
+class StderrIsNotFailure(NbGraderPreprocessor):
+    """Show a test cell's stderr as ordinary output, so that only an error costs its points.
+
+    A failed check raises (an ``error`` output, still scored 0); a warning printed by correct code
+    on the way, such as numpy's or mini's own, is not a failure on either grading path.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                    output["name"] = "stdout"
+        return cell, resources

@@ -28,8 +28,8 @@ import nbformat
 
 from autograder.checks import case_for, checks_of, verify
 from autograder import sandbox
+from autograder.sandbox import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 MAX_EVENT_BYTES = 16 * 2**20
 
 

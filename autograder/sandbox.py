@@ -175,7 +175,7 @@ def sandboxed(command, hidden, keep=None):
     if keep:
         script += f'stash=$(mktemp -d) && mount --bind "{keep}" "$stash" && '
     script += "".join(f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
-                      for folder in map(shlex.quote, map(str, _outermost(protected_folders()))))
+                      for folder in map(shlex.quote, map(str, protected_folders())))
     script += "".join(f"mount -t tmpfs -o size=1m none {shlex.quote(str(folder))} && "
                       for folder in _outermost(hidden))
     if keep:

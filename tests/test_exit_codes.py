@@ -91,15 +91,28 @@ def test_autograde_without_collected_submissions_is_an_error(tmp_path, monkeypat
             in capsys.readouterr().err)
 
 
-def test_autograde_exits_1_when_no_submission_could_be_graded(tmp_path):
-    """A course whose lab was never released has no gradebook: nbgrader grades nothing."""
+def test_autograde_before_release_says_to_release_first(tmp_path):
+    """A course whose lab was never released has no entry for it in the gradebook, against which
+    nbgrader would fail every submission with an unhelpful BrokenProcessPool."""
     course = tmp_path / "course"
     samples.write("full", LAB, LABS, course / "submitted" / "student0" / LAB / f"{LAB}.ipynb")
     done = subprocess.run([sys.executable, "-m", "autograder", "autograde", LAB, "--workers", "1"],
                           env=dict(os.environ, MINI_COURSE_DIR=str(course)), cwd=runner.REPO,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert f"{LAB}: graded 0 submission(s), 1 could not be graded:" in done.stdout
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (f"error: {LAB} has not been released in the course {course}: run "
+            f"'python -m autograder release {LAB}' first") in done.stderr
+    assert "BrokenProcessPool" not in done.stdout + done.stderr
+
+
+def test_autograde_exits_1_when_a_submission_could_not_be_graded(monkeypatch, capsys):
+    def one_lost(labs, **options):
+        return {LAB: batch.Outcome(["student0"], {}, {"student1": "Traceback ...\nDeadKernelError"})}
+    monkeypatch.setattr(batch, "autograde", one_lost)
+    assert cli.main(["autograde", LAB]) == 1
+    printed = capsys.readouterr().out
+    assert f"{LAB}: graded 1 submission(s), 1 could not be graded:" in printed
+    assert "student1: DeadKernelError" in printed
 
 
 def test_ctrl_c_during_a_batch_sets_a_flag_instead_of_raising():

@@ -141,22 +141,25 @@ def multiply_vjp_y_check(rng):
                      hint=MULTIPLY_HINT)
 
 
-def _broadcast_pair(rng):
-    m, n = (int(k) for k in rng.integers(2, 5, size=2))
-    shapes = [((m, 1), (n,)), ((m, n), (n,)), ((m, n), ()), ((1, n), (m, 1))][rng.integers(4)]
-    if rng.random() < 0.5:
-        shapes = shapes[::-1]
-    return tuple(rng.standard_normal(shape) for shape in shapes)
+# Every way the two arguments of a binary operation can broadcast against each other, in both
+# orders: a VJP wrong for one of them fails every time, not only for the seeds that draw it.
+def _broadcast_shapes(m, n):
+    pairs = [((m, 1), (n,)), ((m, n), (n,)), ((m, n), ()), ((1, n), (m, 1))]
+    return pairs + [pair[::-1] for pair in pairs]
 
 
-def multiply_broadcast_x_check(rng):
-    return _vjp_case(rng, mini.multiply, 0, "multiply_vjp_x", _broadcast_pair(rng),
-                     hint=MULTIPLY_BROADCAST_HINT, broadcasting=True)
+def _multiply_broadcast_check(argnum, kind):
+    def check(rng):
+        m, n = (int(k) for k in rng.integers(2, 5, size=2))
+        args = tuple(rng.standard_normal(shape) for shape in _broadcast_shapes(m, n)[kind])
+        return _vjp_case(rng, mini.multiply, argnum, f"multiply_vjp_{'xy'[argnum]}", args,
+                         hint=MULTIPLY_BROADCAST_HINT, broadcasting=True)
+    check.__name__ = f"multiply_broadcast_{'xy'[argnum]}_{kind}_check"
+    return check
 
 
-def multiply_broadcast_y_check(rng):
-    return _vjp_case(rng, mini.multiply, 1, "multiply_vjp_y", _broadcast_pair(rng),
-                     hint=MULTIPLY_BROADCAST_HINT, broadcasting=True)
+MULTIPLY_BROADCAST_CHECKS = [_multiply_broadcast_check(argnum, kind)
+                             for argnum in (0, 1) for kind in range(len(_broadcast_shapes(2, 3)))]
 
 
 MATMUL_HINT = ("for C = A @ B with A of shape (m, k), B of shape (k, n) and g of shape (m, n): "
@@ -208,19 +211,19 @@ def sum_all_check(rng):
     return _vjp_case(rng, mini.sum, 0, "sum_vjp", (x,), hint=SUM_HINT)
 
 
-def sum_rows_check(rng):
-    n = int(rng.integers(2, 5))
-    x = rng.standard_normal((n, n))
-    axis = int(rng.choice([1, -1]))
-    return _vjp_case(rng, mini.sum, 0, "sum_vjp", (x,), {"axis": axis, "keepdims": False},
-                     hint=SUM_HINT)
+def _sum_axis_check(axis, keepdims):
+    def check(rng):
+        x = rng.standard_normal(_shape(rng, ndims=(2, 3), low=2))
+        return _vjp_case(rng, mini.sum, 0, "sum_vjp", (x,),
+                         {"axis": axis, "keepdims": keepdims}, hint=SUM_HINT)
+    check.__name__ = f"sum_axis_{axis}_keepdims_{keepdims}_check"
+    return check
 
 
-def sum_keepdims_check(rng):
-    x = rng.standard_normal(_shape(rng, ndims=(2, 3), low=2))
-    axis = int(rng.integers(-x.ndim, x.ndim))
-    return _vjp_case(rng, mini.sum, 0, "sum_vjp", (x,),
-                     {"axis": axis, "keepdims": bool(rng.random() < 0.5)}, hint=SUM_HINT)
+# The first and the last axis, counted from either end, with and without keepdims: every one, in
+# every grading run.
+SUM_AXIS_CHECKS = [_sum_axis_check(axis, keepdims)
+                   for axis in (0, 1, -1) for keepdims in (False, True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -693,11 +696,10 @@ CHECKS = {
     "add_outgrads": [add_outgrads_first_check, add_outgrads_sum_check,
                      add_outgrads_inputs_unchanged_check],
     "unary_vjps": [exp_vjp_check, log_vjp_check, tanh_vjp_check],
-    "multiply_vjps": [multiply_vjp_x_check, multiply_vjp_y_check, multiply_broadcast_x_check,
-                      multiply_broadcast_y_check],
+    "multiply_vjps": [multiply_vjp_x_check, multiply_vjp_y_check, *MULTIPLY_BROADCAST_CHECKS],
     "matmul_vjps": [matmul_vjp_a_check, matmul_vjp_b_check, matmul_square_a_check,
                     matmul_square_b_check],
-    "sum_vjp": [sum_all_check, sum_rows_check, sum_keepdims_check],
+    "sum_vjp": [sum_all_check, *SUM_AXIS_CHECKS],
     "backward_pass": [running_example_check, layer_check, _random_program_check(6),
                       _random_program_check(10), _random_program_check(16), ladder_check,
                       long_chain_check],
