@@ -26,6 +26,8 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import course, samples
 
+# nbgrader 0.9's release_feedback passes "authentictor=" (sic) to its exchange: its warning, not ours
+pytestmark = pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")
 LAB = "lab2_graphs"
 BIN = Path(sys.executable).parent
 REPO = course.REPO
@@ -78,6 +80,20 @@ def submitting(home, env, nb):
     return nbgrader(home, env, "submit", LAB, "--student", env["USER"])
 
 
+def panel_lists(home, env):
+    """``{assignment: status}`` in the student's Assignments panel (nbgrader's server extension,
+    reading the configuration from the student's Jupyter folders)."""
+    from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_CONFIG_DIR", str(home / ".jupyter"))
+        patch.setenv("MINI_EXCHANGE_DIR", env["MINI_EXCHANGE_DIR"])
+        panel = AssignmentList()
+        panel.root_dir = str(home)
+        listed = panel.list_released_assignments()
+    assert listed["success"], listed["value"]
+    return {entry["assignment_id"]: entry["status"] for entry in listed["value"]}
+
+
 def feedback_of(home):
     """``{submission timestamp: feedback HTML}`` fetched into the student's assignment folder."""
     return {folder.name: (folder / f"{LAB}.html").read_text()
@@ -111,6 +127,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
 
     (alice, alice_env), (bob, bob_env) = (student(tmp_path, name, exchange)
                                           for name in ("alice", "bob"))
+    assert panel_lists(bob, bob_env) == {LAB: "released"}
     run(nbgrader(alice, alice_env, "fetch_assignment", LAB),
         nbgrader(bob, bob_env, "fetch_assignment", LAB))
     release = tmp_path / "release"
@@ -161,3 +178,62 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
         assert cells == {cell: 0.0 if cell in broke else float(p) for cell, p in points.items()}
     assert len(list((alice / ".local" / "share" / "jupyter" / "nbgrader_cache" / "mini")
                     .iterdir())) == 2
+
+
+def load(path):
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def test_jupyterhub_config_wires_groups_formgrader_and_exchange(monkeypatch):
+    hub = load(REPO / "autograder" / "jupyterhub_config.py")
+    groups = {name: set(members) for name, members in hub.JupyterHub.load_groups.items()}
+    instructors, students = groups["instructors"], groups["students"]
+    assert instructors and students and not instructors & students
+    assert set(hub.Authenticator.allowed_users) == instructors | students
+    service, = hub.JupyterHub.services
+    assert instructors <= groups[f"formgrade-{service['name']}"]
+    assert not students & groups[f"formgrade-{service['name']}"]
+    opens = f"access:services!service={service['name']}"
+    assert {group for role in hub.JupyterHub.load_roles if opens in role["scopes"]
+            for group in role.get("groups", [])} == {"instructors"}
+    assert not any(opens in role["scopes"] for role in hub.JupyterHub.load_roles
+                   if role.get("users"))
+
+    # The formgrader runs in an environment with nbgrader and JupyterLab, from the folder of the
+    # course's nbgrader_config.py, which (with the service's variables) names the hub's folders.
+    command = Path(service["command"][0])
+    assert command.name == "jupyterhub-singleuser"
+    assert (command.parent / "nbgrader").is_file() and (command.parent / "jupyter-lab").is_file()
+    config = Path(service["cwd"]) / "nbgrader_config.py"
+    assert config.is_file()
+    for name, value in service["environment"].items():
+        monkeypatch.setenv(name, value)
+    instructor = load(config)
+    assert instructor.CourseDirectory.course_id == service["name"]
+    assert instructor.CourseDirectory.root == service["environment"]["MINI_COURSE_DIR"]
+    assert f"--ServerApp.root_dir={instructor.CourseDirectory.root}" in service["command"]
+    exchange = hub.Spawner.environment["MINI_EXCHANGE_DIR"]
+    assert instructor.Exchange.root == exchange
+
+    # Students' servers run outside this checkout (no solutions, no hidden checks), and their
+    # configuration names the same course and exchange, even without the hub's variable.
+    assert Path(hub.Spawner.cmd[0]).name == "jupyterhub-singleuser"
+    assert not Path(hub.Spawner.cmd[0]).is_relative_to(REPO)
+    monkeypatch.delenv("MINI_EXCHANGE_DIR")
+    learner = load(REPO / "autograder" / "student_nbgrader_config.py")
+    assert (learner.CourseDirectory.course_id, learner.Exchange.root) == (service["name"], exchange)
+
+
+def test_the_exchange_gets_mode_1777_and_a_clear_error_when_it_cannot(tmp_path, monkeypatch):
+    exchange = tmp_path / "exchange"
+    monkeypatch.setenv("MINI_EXCHANGE_DIR", str(exchange))
+    exchange.mkdir(mode=0o755)
+    assert course.ensure_exchange() == exchange
+    assert stat.S_IMODE(exchange.stat().st_mode) == 0o1777
+
+    exchange.chmod(0o777)                  # as nbgrader release_assignment leaves a folder it made
+    def refused(self, mode):
+        raise PermissionError(13, "Operation not permitted", str(self))
+    monkeypatch.setattr(Path, "chmod", refused)
+    with pytest.raises(PermissionError, match=rf"{exchange}.*sudo install -d -m 1777 {exchange}"):
+        course.ensure_exchange()
