@@ -1,4 +1,4 @@
-"""The student kit: the folder (and its .zip) that students receive, and nothing an instructor keeps.
+"""The student kit: the folder (and its .zip) that students receive; nothing an instructor keeps.
 
 design.md, "Distribution": students get the released labs, ``mini``, the environment files and a
 README with two commands (set up; open JupyterLab); never ``solutions/``, the hidden checks or the
@@ -11,6 +11,8 @@ import html
 import shutil
 import tomllib
 from pathlib import Path
+
+import nbformat
 
 from autograder.checks import LABS
 
@@ -58,7 +60,7 @@ def write(released, folder=None, repo=REPO):
 
 def student_requirements(project):
     """The repository's requirement strings for :data:`STUDENT_PACKAGES`, in that order."""
-    by_name = {_name(requirement): requirement for requirement in project["project"]["dependencies"]}
+    by_name = {_name(r): r for r in project["project"]["dependencies"]}
     missing = [name for name in STUDENT_PACKAGES if name not in by_name]
     if missing:
         raise ValueError(f"pyproject.toml does not list {', '.join(missing)}, which the student "
@@ -123,24 +125,26 @@ def _environment(requirements):
 
 MAKEFILE = """\
 # make setup   once: a virtual environment in .venv/ with mini, JupyterLab and nbgrader
-# make lab     JupyterLab on the labs
+# make lab     JupyterLab on the labs (sets up first if needed)
 PYTHON ?= python3
 
 .PHONY: setup lab
 
-setup:
+setup: .venv/.installed
+
+.venv/.installed: pyproject.toml
 \t$(PYTHON) -m venv .venv
 \t.venv/bin/python -m pip install --upgrade pip
 \t.venv/bin/python -m pip install -e .
+\ttouch $@
 
-lab:
+lab: setup
 \t.venv/bin/jupyter lab labs
 """
 
 
 def _title(notebook):
     """The first heading of a notebook, e.g. "Lab 2 — Computation graphs"."""
-    import nbformat
     for cell in nbformat.read(notebook, as_version=4).cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("#"):
             return html.unescape(cell.source.lstrip().splitlines()[0].lstrip("# ").strip())

@@ -9,6 +9,7 @@ passes against the kit's mini, while ``import autograder`` fails there.
 
 The second test is the slow one of this file (about a minute: five notebooks, two at a time).
 """
+import functools
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from autograder.checks import LABS
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = 3            # consecutive code lines that make a passage recognisable
-SHORTEST_BLOCK = 30   # characters: a shorter one- or two-line answer ("return g * y") is not telling
+SHORTEST_BLOCK = 30   # characters: a shorter one- or two-line answer ("return g * y") tells nothing
 
 
 # -- what must not be in a kit ------------------------------------------------------------------
@@ -92,9 +93,11 @@ def _public_lines():
     return "\n".join("\n".join(_lines(_text(path))) for path in files)
 
 
+@functools.cache
 def secrets():
     """{passage or name: where it comes from} for all that a kit must not contain."""
     public = _public_lines()
+    public_words = set(re.findall(r"\w+", public))
     found = {"### BEGIN SOLUTION": "nbgrader's solution marker",
              "### BEGIN HIDDEN TESTS": "nbgrader's hidden-test marker"}
     for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
@@ -111,7 +114,7 @@ def secrets():
         found.update({p: f"the code of {where}" for p in _passages(_lines(source))
                       if p not in public})
         for name in re.findall(r"^(?:def|class) (\w+)", source, flags=re.MULTILINE):
-            if len(name) >= 8 and not re.search(rf"\b{name}\b", public):
+            if len(name) >= 8 and name not in public_words:
                 found[name] = f"a name defined in {where}"
     found["autograder"] = "the grader's package name"
     return found
