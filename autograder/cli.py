@@ -7,6 +7,7 @@
     feedback LAB|all       HTML feedback for each student, hidden tests removed
     export                 every score as CSV
     demo                   all of the above on generated sample submissions
+    gradescope LAB|all     the autograder zip to upload to Gradescope, one per lab
 
 Exit status: 0 when every submission was graded (whatever its score); 1 when some could not be,
 or grading itself failed (a grader-side error, results that could not be written); 2 for a usage
@@ -14,6 +15,7 @@ error (an unknown lab, a folder that does not exist); 130 when Ctrl-C stopped ``
 again to grade the rest).
 """
 import argparse
+import csv
 import json
 import os
 import sys
@@ -46,9 +48,12 @@ def _parser():
         sub.set_defaults(run=run)
         return sub
 
-    sub = command("release", _release, "make labs/<lab>/<lab>.ipynb from solutions/ with nbgrader")
+    sub = command("release", _release, "make labs/<lab>/<lab>.ipynb from solutions/ with nbgrader, "
+                                        "and the student kit from them")
     sub.add_argument("lab", help="a lab (lab3 or lab3_autodiff) or 'all'")
     sub.add_argument("--to", help="release folder (default: labs/ in the repository)")
+    sub.add_argument("--kit", help="student kit folder, written with a .zip beside it (default: "
+                                   "kit/ beside the release folder: kit/ at the repository root)")
 
     sub = command("collect", _collect, "copy submissions from a folder or zip into the course")
     sub.add_argument("source", help="a folder or .zip of <student>/<lab>.ipynb or LMS downloads")
@@ -88,16 +93,29 @@ def _parser():
     sub.add_argument("--keep", help="run the demo in this folder (default: a new temporary "
                                     "folder; either way it is kept and its path printed)")
     sub.add_argument("--labs", default="all", help="comma-separated labs (default: all)")
+
+    sub = command("gradescope", _gradescope, "write <lab>.zip, the autograder to upload to "
+                                             "Gradescope (no solutions in it)")
+    sub.add_argument("lab", help="a lab or 'all' (one zip each)")
+    sub.add_argument("--to", help="folder of the zips (default: the course's gradescope/)")
+    sub.add_argument("--check-seconds", type=float, default=30.0,
+                     help="time limit of one check on Gradescope (default 30)")
+    sub.add_argument("--cell-seconds", type=float, default=30.0,
+                     help="time limit of one notebook cell on Gradescope (default 30)")
+    sub.add_argument("--worker-seconds", type=float, default=300.0,
+                     help="wall-clock limit of one worker process on Gradescope (default 300)")
     return parser
 
 
 def _release(args):
-    from autograder import course
+    from autograder import course, kit
     if args.to:
         os.environ["MINI_RELEASE_DIR"] = str(Path(args.to).resolve())
     course.release(args.lab)
-    print(f"released {', '.join(course.expand(args.lab))} to "
-          f"{os.environ.get('MINI_RELEASE_DIR') or course.REPO / 'labs'}")
+    released = Path(os.environ.get("MINI_RELEASE_DIR") or course.REPO / "labs")
+    print(f"released {', '.join(course.expand(args.lab))} to {released}")
+    folder, archive = kit.write(released, args.kit)
+    print(f"student kit in {folder} (and {archive.name} beside it)")
     return 0
 
 
@@ -150,9 +168,12 @@ def _grade(args):
         "MINI_GRADE_LIMITS": json.dumps({"check_seconds": args.check_seconds,
                                          "cell_seconds": args.cell_seconds,
                                          "worker_seconds": args.worker_seconds})})
-    report = ["-v", "--tb=short"] if args.verbose else ["-q", "--tb=no", "-rN"]  # details: JSON
+    # pytest's own report counts test cells ("38 failed"), which reads like a crash of the grader;
+    # without -v the grade table below says what happened, and results.json says why.
+    report = ["-v", "--tb=short"] if args.verbose else ["-o", "addopts=", "-p", "no:terminal"]
     failures = _GraderFailures()
     code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
+                        "--capture=no",    # the progress bar; no student code runs in this process
                         "-W", "ignore::pytest.PytestAssertRewriteWarning", *report],
                        plugins=[failures])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -160,8 +181,26 @@ def _grade(args):
     if failures.problems:
         print(f"error: grading failed: {failures.problems[0]}", file=sys.stderr)
         return 1
+    _print_scores(out / "grades.csv")
     print(f"results in {out} (seed {seed})")
     return 0
+
+
+def _print_scores(grades, listed=40):
+    """Each lab's scores from ``grades.csv``: every student's for a small batch, else a summary."""
+    by_lab = {}
+    with open(grades) as file:
+        for row in csv.DictReader(file):
+            by_lab.setdefault(row["lab"], []).append((row["student"], float(row["score"]),
+                                                      float(row["max_score"])))
+    for lab, scores in by_lab.items():
+        full = sum(score == top for _, score, top in scores)
+        mean = sum(score for _, score, _ in scores) / len(scores)
+        print(f"{lab}: {len(scores)} submission(s) graded, mean score {mean:.1f}, "
+              f"{full} with full marks")
+        if len(scores) <= listed:
+            for student, score, top in scores:
+                print(f"  {student:<24} {score:6.1f} / {top:g}")
 
 
 class _GraderFailures:
@@ -207,3 +246,13 @@ def _export(args):
 def _demo(args):
     from autograder.demo import run
     return run(keep=args.keep, labs=args.labs)
+
+
+def _gradescope(args):
+    from autograder import course, gradescope, runner
+    folder = Path(args.to or course.course_dir() / "gradescope").resolve()
+    limits = runner.Limits(check_seconds=args.check_seconds, cell_seconds=args.cell_seconds,
+                           worker_seconds=args.worker_seconds)
+    for lab in course.expand(args.lab):
+        print(f"{lab}: {gradescope.build(lab, folder, limits=limits)}")
+    return 0

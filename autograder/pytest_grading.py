@@ -10,9 +10,11 @@ import concurrent.futures
 import csv
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
+from tqdm import tqdm
 
 from autograder import runner
 
@@ -45,8 +47,12 @@ def graded():
     jobs = [(lab, student, path) for lab in batch["labs"]
             for student, path in find_submissions(batch["submissions"], lab)]
     with concurrent.futures.ThreadPoolExecutor(max(1, batch["workers"])) as pool:
-        results = list(pool.map(lambda job: runner.grade_submission(
-            job[2], job[0], job[1], batch["seed"], batch["limits"]), jobs))
+        futures = [pool.submit(runner.grade_submission, path, lab, student, batch["seed"],
+                               batch["limits"]) for lab, student, path in jobs]
+        for _ in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
+                      desc="grading", unit="submission", file=sys.stderr):
+            pass
+        results = [future.result() for future in futures]
     out = batch["out"]
     for result in results:
         folder = out / result.lab / result.student
