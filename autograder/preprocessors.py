@@ -6,6 +6,8 @@
   refuses a notebook with a duplicated or split one, or a solution cell re-marked as worth points.
 * :class:`ResilientExecute` replaces nbgrader's ``Execute``: a cell that kills its kernel (a crash,
   ``os._exit``, a signal) or leaves it deaf to interrupts costs that cell, not the whole notebook.
+* :class:`VerdictsOutsideKernel` is that, with each test cell's hidden checks decided here, in the
+  grader's process, from what the kernel reports (``autograder.hidden``).
 * :class:`CutOutput` keeps what a cell printed to a bounded size (nbgrader's ``LimitOutput``
   counts lines, and one line of 50 MB is one line).
 * :class:`StderrIsNotFailure` lets a test cell that passed keep its points when something in it
@@ -15,12 +17,16 @@ All are named in ``nbgrader_config.py``.
 """
 import copy
 import queue
+import secrets
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import v4
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+
+from autograder import hidden
+from autograder.checks import checks_of, new_seed
 
 KERNEL_DIED = "KernelDied"
 DEAF = "KernelNotResponding"
@@ -138,11 +144,63 @@ class ResilientExecute(Execute):
         for earlier, cell in enumerate(self.nb.cells[:index]):
             if cell.cell_type == "code" and earlier not in self._skip:
                 try:
-                    self.execute_cell(copy.deepcopy(cell), earlier, store_history=True)
+                    self.execute_cell(self._replayed(cell), earlier, store_history=True)
                 except (DeadKernelError, CellTimeoutError):   # it behaved differently this time
                     self._skip.add(earlier)
                     self._restart(index)
                     return
+
+    def _replayed(self, cell):
+        """The copy of an earlier cell that a fresh kernel runs to catch up."""
+        return copy.deepcopy(cell)
+
+
+class VerdictsOutsideKernel(ResilientExecute):
+    """Execute the notebook; decide each test cell's hidden checks in this process.
+
+    Just before a test cell runs, its hidden section is replaced by a call that only reports the
+    student's side of each check, for a seed and a nonce drawn now (:func:`hidden.hidden_call`);
+    after it ran, :func:`hidden.judge` verifies that report against the reference computed here and
+    sets the cell's outputs, which ``SaveAutoGrades`` scores as usual.  The cell keeps its source.
+    A visible test that fails is an error before the report, and still costs the cell.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        tested = _tested(cell, resources)
+        if tested is None:
+            return super().preprocess_cell(cell, resources, index)
+        lab, fill_in = tested
+        seed, nonce, source = new_seed(), secrets.token_hex(16), cell.source
+        cell.source = hidden.hidden_call(source, lab, fill_in, seed, nonce)
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        finally:
+            cell.source = source
+        cell.outputs = hidden.judge(cell.get("outputs", []), lab, fill_in, seed, nonce)
+        return cell, resources
+
+    def _replayed(self, cell):
+        """An earlier test cell catches up without its checks: they were decided already."""
+        replay = copy.deepcopy(cell)
+        if _tested(cell, self.resources) is not None:
+            replay.source = hidden.visible_part(cell.source)
+        return replay
+
+
+def _tested(cell, resources):
+    """``(lab, fill-in)`` whose checks a test cell runs, or None for any other cell."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    grade_id = meta.get("grade_id") or ""
+    if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution") \
+            or not grade_id.startswith("test_"):
+        return None
+    lab = (resources or {}).get("nbgrader", {}).get("assignment")
+    try:
+        checks = checks_of(lab)
+    except (ValueError, TypeError, ImportError):
+        return None
+    fill_in = grade_id[len("test_"):]
+    return (lab, fill_in) if fill_in in checks else None
 
 
 class CutOutput(NbGraderPreprocessor):

@@ -3,14 +3,16 @@
 For each submission the grader reads the lab's SOURCE notebook (solutions/), which alone decides
 which cells are tests and what they are worth, so a submission that deletes, edits or re-marks its
 test cells changes nothing.  It starts ``autograder.worker`` in a scratch folder with a scrubbed
-environment and resource limits, sends it the student's non-test code cells and the check keys, and
-reads back plain JSON.  Each check is then verified here, with ``autograder.checks.verify``, in a
-process that never ran student code.  A test cell scores its points when every check of its fill-in
-passes, as in nbgrader.
+environment and resource limits, sends it the student's code cells, in the place of each test cell
+the visible part of the SOURCE's test, and the check keys, and reads back plain JSON.  Each check is
+then verified here, with ``autograder.checks.verify``, in a process that never ran student code.  A
+test cell scores its points when its visible tests ran without an error and every check of its
+fill-in passes, as in nbgrader.
 
 If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), the step it announced
 last is marked as failed with the reason, and a fresh worker carries on after it.
 """
+import ast
 import ctypes
 import dataclasses
 import json
@@ -28,6 +30,7 @@ import nbformat
 
 from autograder.checks import case_for, checks_of, verify
 from autograder import sandbox
+from autograder.hidden import visible_part
 from autograder.sandbox import REPO
 
 MAX_EVENT_BYTES = 16 * 2**20
@@ -121,19 +124,72 @@ def read_notebook(notebook_path, lab):
     return nb
 
 
-def student_cells(notebook_path, lab):
-    """The submission's code cells to run: all but the source's test cells and ``demo`` cells.
+def cells_to_run(notebook_path, lab):
+    """``[(index, source, fill-in or None)]``: the code the worker runs, in the notebook's order.
 
-    Cells tagged ``demo`` (plots, training runs, timings) define nothing the checks need; skipping
-    them keeps grading fast, and a student who tags a cell only skips their own code.
+    The submission's code cells, but for its test cells the visible part of the SOURCE's test
+    (``fill-in`` names whose checks run after it); a test cell the submission deleted is put back
+    after the cell that comes before it in the source, as nbgrader does, and a cell claiming a
+    grade id already seen is dropped, as :class:`autograder.preprocessors.RestoreCells` does.
+    Cells tagged ``demo`` (plots, training runs, timings) are skipped unless they define a name
+    that a visible test reads (lab 2's first graph is one): that keeps grading fast, and a student
+    who tags a cell only skips their own code.
 
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
     nb = read_notebook(notebook_path, lab)
+    source = nbformat.read(source_notebook(lab), as_version=4)
+    order = [cell.metadata["nbgrader"]["grade_id"] for cell in source.cells
+             if "grade_id" in cell.metadata.get("nbgrader", {})]
     tests = {grade_id for grade_id, _ in test_cells(lab)}
-    return [(index, cell.source) for index, cell in enumerate(nb.cells)
-            if cell.cell_type == "code" and "demo" not in cell.metadata.get("tags", [])
-            and cell.metadata.get("nbgrader", {}).get("grade_id") not in tests]
+    visible = {cell.metadata["nbgrader"]["grade_id"]: visible_part(cell.source)
+               for cell in source.cells
+               if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
+    read = set().union(*(_names(code, ast.Load) for code in visible.values()))
+    rows, seen = [], set()                  # (grade id, cell to run or None) per submitted cell
+    for index, cell in enumerate(nb.cells):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in order:
+            if grade_id in seen:
+                continue
+            seen.add(grade_id)
+        if grade_id in tests:
+            rows.append((grade_id, (index, visible[grade_id], grade_id[len("test_"):])))
+        elif cell.cell_type == "code" and ("demo" not in cell.metadata.get("tags", [])
+                                           or _names(cell.source, ast.Store) & read):
+            rows.append((grade_id, (index, cell.source, None)))
+        else:
+            rows.append((grade_id, None))
+    for position, grade_id in enumerate(order):
+        if grade_id in tests and grade_id not in seen:
+            before = [i for i, (g, _) in enumerate(rows) if position and g == order[position - 1]]
+            at = before[-1] + 1 if before else (0 if not position else len(rows))
+            rows.insert(at, (grade_id, (grade_id, visible[grade_id], grade_id[len("test_"):])))
+            seen.add(grade_id)
+    return [row for _, row in rows if row is not None]
+
+
+def _names(source, context):
+    """The names ``source`` reads (``ast.Load``) or binds (``ast.Store``, with the functions,
+    classes and imports it defines); every name, for code that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return _Everything()
+    names = {node.id for node in ast.walk(tree)
+             if isinstance(node, ast.Name) and isinstance(node.ctx, context)}
+    if context is ast.Store:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+class _Everything(frozenset):
+    def __and__(self, other):
+        return set(other) or {"?"}
 
 
 def grade_submission(notebook_path, lab, student, seed, limits=None):
@@ -142,20 +198,23 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
     checks = checks_of(lab)
     keys = [f"{grade_id[len('test_'):]}/{n}" for grade_id, _ in test_cells(lab)
             for n in range(len(checks[grade_id[len("test_"):]]))]
-    notes = []
+    notes, visible_failures = [], {}
     try:
-        cells = student_cells(notebook_path, lab)
+        cells = cells_to_run(notebook_path, lab)
     except ValueError as error:
         cells = None
         notes.append(str(error))
-    outcomes = _run_workers(cells, keys, lab, seed, limits, notes) if cells is not None else {}
+    outcomes = (_run_workers(cells, keys, lab, seed, limits, notes, visible_failures)
+                if cells is not None else {})
     notes.append(sandbox.isolation_note())
 
     tests = []
     for grade_id, points in test_cells(lab):
         fill_in = grade_id[len("test_"):]
         failures = []
-        for n, check in enumerate(checks[fill_in]):
+        if fill_in in visible_failures:
+            failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
+        for n, check in enumerate(checks[fill_in] if not failures else ()):
             outcome = outcomes.get(f"{fill_in}/{n}",
                                    {"error": "NotGraded: the notebook could not be run"})
             try:
@@ -170,9 +229,14 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
     return SubmissionResult(student, lab, seed, tests, notes)
 
 
-def _run_workers(cells, keys, lab, seed, limits, notes):
-    """Run workers until every check has an outcome; a step that kills a worker is skipped."""
+def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
+    """Run workers until every check has an outcome; a step that kills a worker is skipped.
+
+    The first error of each test cell's visible tests goes into ``visible_failures``
+    (``{fill-in: message}``); the errors of other cells go into ``notes``.
+    """
     outcomes, skip_cells = {}, set()
+    tested = {index: fill_in for index, _, fill_in in cells if fill_in}
     while True:
         remaining = [key for key in keys if key not in outcomes]
         events, reason = _run_worker([c for c in cells if c[0] not in skip_cells], remaining, lab,
@@ -183,7 +247,9 @@ def _run_workers(cells, keys, lab, seed, limits, notes):
                 last = event
             elif event["event"] == "cell_done":
                 last = None
-                if event["error"]:
+                if event["error"] and event["index"] in tested:
+                    visible_failures.setdefault(tested[event["index"]], event["error"])
+                elif event["error"]:
                     notes.append(f"cell {event['index']}: {event['error']}")
             elif event["event"] == "outcome":
                 last = None
@@ -199,6 +265,9 @@ def _run_workers(cells, keys, lab, seed, limits, notes):
             return outcomes
         if last["event"] == "cell":
             skip_cells.add(last["index"])
+            if last["index"] in tested:
+                visible_failures.setdefault(tested[last["index"]], f"they stopped the worker "
+                                                                   f"({reason})")
             notes.append(f"cell {last['index']} stopped the worker ({reason}); it was skipped")
         else:
             outcomes[last["key"]] = {"error": f"WorkerStopped: {reason}"}

@@ -1,9 +1,11 @@
 """The worker: runs ONE submission's code in its own process and reports plain data.
 
 It is started by ``autograder.runner`` with a JSON request on stdin and never decides a grade.  It
-executes the notebook's code cells (except the lab's test cells: the grader owns those), then runs
-the student's half of each requested check (``Case.call``) and writes one JSON line per event to the
-file descriptor named in the request:
+executes the notebook's code cells in order, each test cell as the visible part of the lab's own
+test (the grader sends it; mini's reference is back while it runs, as in the student's kernel),
+and right after a test cell whose visible tests passed, the student's half of each requested check
+of that fill-in (``Case.call``).  It writes one JSON line per event to the file descriptor named in
+the request:
 
     {"event": "cell", "index": 3}                    a cell is about to run
     {"event": "cell_done", "index": 3, "error": ...}  it finished (error is null or a message)
@@ -14,6 +16,7 @@ Announcing each step before it runs lets the grader tell, when the process is ki
 check was at fault, and start a fresh worker after it.  Output the student prints is kept to a
 bounded tail; nothing they print can reach the event stream.
 """
+import contextlib
 import io
 import json
 import os
@@ -72,34 +75,68 @@ def main():
     from autograder.sandbox import confine
     from autograder.checks import case_for, checks_of, run_case
     checks = checks_of(request["lab"])
-    guard.disable_reference(request["lab"])
+    reference_back = _disable_reference(guard, request["lab"])
     guard.hide_autograder()
     confine(request["confine"])               # Landlock, where there are no namespaces
 
     namespace = {"__name__": "__main__"}
-    for index, source in request["cells"]:
-        emit(event="cell", index=index)
-        emit(event="cell_done", index=index,
-             error=_run_limited(lambda: exec(compile(source, f"<cell {index}>", "exec"), namespace),
-                                request["cell_seconds"]))
-
-    out_of_time = set()                       # fill-ins whose code already hit the time limit
+    keys = {}
     for key in request["checks"]:
-        fill_in, number = key.rsplit("/", 1)
-        if fill_in in out_of_time:
-            emit(event="outcome", key=key, outcome={"error": "Skipped: an earlier check of this "
-                                                             "fill-in ran out of time"})
-            continue
-        emit(event="check", key=key)
-        case = case_for(checks[fill_in][int(number)], request["seed"] + int(number))
-        case.expected = None                  # the answer is computed by the grader, not here
-        outcome = {}
-        error = _run_limited(lambda: outcome.update(run_case(case, namespace)),
-                             request["check_seconds"])
-        if error and error.startswith("TimeLimit"):
-            out_of_time.add(fill_in)
-        emit(event="outcome", key=key, outcome=outcome if not error else {"error": error})
+        keys.setdefault(key.rsplit("/", 1)[0], []).append(key)
+    out_of_time = set()                       # fill-ins whose code already hit the time limit
+
+    def run_checks(fill_in):
+        for key in keys.pop(fill_in, []):
+            if fill_in in out_of_time:
+                emit(event="outcome", key=key, outcome={"error": "Skipped: an earlier check of "
+                                                                 "this fill-in ran out of time"})
+                continue
+            emit(event="check", key=key)
+            case = case_for(checks[fill_in][int(key.rsplit("/", 1)[1])],
+                            request["seed"] + int(key.rsplit("/", 1)[1]))
+            case.expected = None              # the answer is computed by the grader, not here
+            outcome = {}
+            error = _run_limited(lambda: outcome.update(run_case(case, namespace)),
+                                 request["check_seconds"])
+            if error and error.startswith("TimeLimit"):
+                out_of_time.add(fill_in)
+            emit(event="outcome", key=key, outcome=outcome if not error else {"error": error})
+
+    for index, source, fill_in in request["cells"]:
+        around = reference_back if fill_in else contextlib.nullcontext
+        emit(event="cell", index=index)
+        error = _run_limited(lambda: _exec_within(around, source, index, namespace),
+                             request["cell_seconds"])
+        emit(event="cell_done", index=index, error=error)
+        if fill_in and not error:
+            run_checks(fill_in)
     emit(event="output", text=printed.getvalue())
+
+
+def _disable_reference(guard, lab):
+    """Switch off mini's reference for ``lab`` for good; return a context manager that puts it
+    back for a while (the lab's visible tests compare with it, as they do in the student's kernel)."""
+    modules = [m for name, m in list(sys.modules.items()) if name.split(".")[0] == "mini"]
+    before = [(module, alias, value) for module in modules for alias, value in vars(module).items()]
+    guard.disable_reference(lab)
+    stubbed = [(module, alias, original, getattr(module, alias))
+               for module, alias, original in before if getattr(module, alias) is not original]
+
+    @contextlib.contextmanager
+    def reference_back():
+        for module, alias, original, _ in stubbed:
+            setattr(module, alias, original)
+        try:
+            yield
+        finally:
+            for module, alias, _, stub in stubbed:
+                setattr(module, alias, stub)
+    return reference_back
+
+
+def _exec_within(context, source, index, namespace):
+    with context():
+        exec(compile(source, f"<cell {index}>", "exec"), namespace)
 
 
 def _run_limited(action, seconds):

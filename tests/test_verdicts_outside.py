@@ -1,0 +1,230 @@
+"""The hidden checks' verdicts are decided outside student code, on both grading paths.
+
+Every attack below is built from the released lab 2: the quiz answered (20 points, earned), a
+``build_running_example`` that only works at the visible test's inputs (it passes the visible
+tests and should fail the hidden checks: 0 of its 20 points), and one cell that attacks the
+verdict.  All of them are graded in ONE nbgrader batch on one worker, attackers first, then an
+honest complete solution, and each on the pytest path.  Each must score exactly what its honest
+part earns; before the verdict moved out of the kernel they scored 40 to 100 on nbgrader.
+``judge``'s rules (a missing, repeated, stale or malformed report) are tested on their own.
+"""
+import json
+
+import nbformat
+import pytest
+from nbformat import v4
+
+from autograder import cli, course, hidden, runner
+from autograder.checks import checks_of
+
+LAB = "lab2_graphs"
+EARNED = 20                                   # the quiz's two cells
+
+TRANSFORM_GRADE = """
+def neuter(lines):
+    return ["pass\\n"] if "grade(" in "".join(lines) else lines
+get_ipython().input_transformers_post.append(neuter)
+"""
+TRANSFORM_ALL = TRANSFORM_GRADE.replace('"grade(" in', 'any(word in "".join(lines) for word in '
+                                        '("assert", "grade(", "report(")) or "" in')
+PATCH_NUMPY = """
+import numpy as np
+np.allclose = np.isclose = np.array_equal = lambda *args, **kwargs: True
+"""
+PATCH_CHECKS = """
+import mini
+mini.check_grads = lambda *args, **kwargs: None
+try:
+    import autograder.checks, autograder.hidden
+    autograder.checks.verify = autograder.checks.grade = lambda *args, **kwargs: None
+    autograder.hidden.judge = lambda outputs, *args, **kwargs: outputs
+except ImportError:
+    pass
+"""
+SWALLOW_ERRORS = """
+get_ipython().set_custom_exc((BaseException,), lambda shell, *error, **kwargs: None)
+"""
+FORGE_REPORT = """
+import json, re
+from IPython.display import display
+def forged(cell=""):
+    nonce = re.search(r"nonce='([0-9a-f]+)'", cell)
+    return {%(mime)r: json.dumps({"nonce": nonce.group(1) if nonce else "0", "outcomes": [],
+                                  "fill_in": "build_running_example"})}
+display(forged(), raw=True)
+get_ipython().events.register("pre_run_cell", lambda info: display(forged(info.raw_cell), raw=True)
+                              if "build_running_example" in info.raw_cell else None)
+""" % {"mime": hidden.MIME}
+
+# attacker: (attack cell, score on the nbgrader path, score on the pytest path)
+ATTACKS = {
+    "a_transforms_grade_cells": (TRANSFORM_GRADE, EARNED, EARNED),
+    # neutering every test cell also neuters its report: the notebook loses the quiz's points on
+    # nbgrader; on the pytest path there is no IPython to transform anything
+    "b_transforms_every_test_cell": (TRANSFORM_ALL, 0, EARNED),
+    "c_patches_numpy": (PATCH_NUMPY, EARNED, EARNED),
+    "d_patches_the_checks": (PATCH_CHECKS, EARNED, EARNED),
+    "e_swallows_errors": (SWALLOW_ERRORS, EARNED, EARNED),
+    "f_forges_reports": (FORGE_REPORT, EARNED, EARNED),
+}
+HONEST = "z_honest"
+
+
+def _cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def attacker(release, attack):
+    """The released lab with the quiz answered, a build_running_example fixed to the visible
+    test's inputs, and ``attack`` in a cell after the imports."""
+    nb = nbformat.read(release / LAB / f"{LAB}.ipynb", as_version=4)
+    solution = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    for grade_id in ("quiz_graph", "quiz_values", "build_running_example"):
+        _cell(nb, grade_id).source = _cell(solution, grade_id).source
+    fill_in = _cell(nb, "build_running_example")
+    fill_in.source = fill_in.source.replace("    ### BEGIN SOLUTION\n",
+                                            "    ### BEGIN SOLUTION\n    x1, x2 = 3.0, 0.5\n")
+    nb.cells.insert(2, v4.new_code_cell(attack))
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """``{student: (nbgrader score, pytest score)}`` and the nbgrader path's autograded folder."""
+    root = tmp_path_factory.mktemp("verdicts-outside")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MINI_COURSE_DIR", str(root / "course"))
+        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
+        env.setenv("MINI_CELL_TIMEOUT", "20")
+        env.delenv("AUTOGRADER_SEED", raising=False)
+        assert cli.main(["release", "lab2"]) == 0
+        notebooks = {name: attacker(root / "release", code) for name, (code, *_) in ATTACKS.items()}
+        notebooks[HONEST] = nbformat.read(runner.source_notebook(LAB), as_version=4)
+        for name, nb in notebooks.items():
+            (root / "inbox" / name).mkdir(parents=True)
+            nbformat.write(nb, root / "inbox" / name / f"{LAB}.ipynb")
+        assert cli.main(["collect", str(root / "inbox")]) == 0
+        assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
+        from nbgrader.api import Gradebook
+        grader = course.api()
+        with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+            nbgrader_scores = {name: gb.find_submission(LAB, name).score for name in notebooks}
+        limits = runner.Limits(cell_seconds=20, check_seconds=20, worker_seconds=120)
+        pytest_scores = {name: runner.grade_submission(root / "inbox" / name / f"{LAB}.ipynb", LAB,
+                                                       name, seed=5, limits=limits).score
+                         for name in notebooks}
+        yield ({name: (nbgrader_scores[name], pytest_scores[name]) for name in notebooks},
+               root / "course" / "autograded")
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_an_attack_on_the_verdict_gains_nothing(graded, name):
+    scores, _ = graded
+    assert scores[name] == ATTACKS[name][1:]
+
+
+def test_an_honest_submission_graded_after_the_attackers_scores_full_marks(graded):
+    scores, _ = graded
+    assert scores[HONEST] == (100, 100)
+
+
+def test_a_failed_hidden_check_says_why_in_the_cell(graded):
+    _, autograded = graded
+    nb = nbformat.read(autograded / "d_patches_the_checks" / LAB / f"{LAB}.ipynb", as_version=4)
+    errors = [out for out in _cell(nb, "test_build_running_example").outputs
+              if out.output_type == "error"]
+    assert [out.ename for out in errors] == ["HiddenCheckFailed"]
+    assert errors[0].evalue.startswith("hidden checks for build_running_example (seed ")
+    assert _cell(nb, "test_build_running_example").source == _cell(
+        nbformat.read(runner.source_notebook(LAB), as_version=4), "test_build_running_example").source
+
+
+def test_the_report_never_reaches_the_autograded_notebook(graded):
+    _, autograded = graded
+    nb = nbformat.read(autograded / HONEST / LAB / f"{LAB}.ipynb", as_version=4)
+    outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
+    assert not any(hidden.MIME in out.get("data", {}) for out in outputs)
+    assert "hidden checks for toposort passed" in "".join(out.get("text", "") for out in outputs)
+
+
+def test_a_visible_test_failure_costs_the_cell_on_both_paths(tmp_path, monkeypatch):
+    """lab 3's numerical_grad right but for leaving x shifted by h: only its visible test sees it."""
+    lab = "lab3_autodiff"
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    nb = nbformat.read(runner.source_notebook(lab), as_version=4)
+    fill_in = _cell(nb, "numerical_grad")
+    for old, new in (("x = np.array(x, dtype=np.float64)", "x = np.asarray(x, dtype=np.float64)"),
+                     ("        x[i] = original\n", "        x[i] = original + h\n")):
+        assert old in fill_in.source
+        fill_in.source = fill_in.source.replace(old, new)
+    path = tmp_path / "inbox" / "shifts_x" / f"{lab}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, path)
+    expected = 100 - dict(runner.test_cells(lab))["test_numerical_grad"]
+    assert runner.grade_submission(path, lab, "shifts_x", seed=3).score == expected
+    assert cli.main(["release", "lab3"]) == 0
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    assert cli.main(["autograde", "lab3", "--workers", "1"]) == 0
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        assert gb.find_submission(lab, "shifts_x").score == expected
+
+
+# judge's rules, on lab 2's checks of build_running_example (drawn inputs, two checks)
+
+def _report(nonce="n1", outcomes=None, fill_in="build_running_example"):
+    data = {"nonce": nonce, "fill_in": fill_in, "outcomes": outcomes}
+    return v4.new_output("display_data", data={hidden.MIME: json.dumps(data)})
+
+
+def _right(seed):
+    from autograder.checks import case_for, to_plain
+    return [{"result": to_plain(case_for(check, seed + n).expected())}
+            for n, check in enumerate(checks_of(LAB)["build_running_example"])]
+
+
+def _verdict(outputs, seed=9, nonce="n1"):
+    judged = hidden.judge(outputs, LAB, "build_running_example", seed, nonce)
+    assert not any(hidden.MIME in out.get("data", {}) for out in judged)
+    errors = [out.evalue for out in judged if out.output_type == "error"]
+    return errors[0] if errors else "passed"
+
+
+def test_judge_passes_one_fresh_report_with_the_right_answers():
+    assert _verdict([_report(outcomes=_right(9))]) == "passed"
+
+
+@pytest.mark.parametrize("outputs, why", [
+    ([], "sent no report"),
+    ([_report(outcomes=_right(9))] * 2, "sent 2 reports"),
+    ([_report(nonce="stale", outcomes=_right(9))], "not the one this run of the cell made"),
+    ([_report(outcomes=_right(9), fill_in="quiz_values")], "not the one this run of the cell made"),
+    ([_report(outcomes=[])], "not the one this run of the cell made"),
+    ([v4.new_output("display_data", data={hidden.MIME: "{not json"})], "not the one this run"),
+    ([_report(outcomes=_right(10))], "is wrong"),              # right for another seed
+    ([_report(outcomes=[{"error": "NameError: no Node"}] * 2)], "raised NameError: no Node"),
+])
+def test_judge_fails_a_report_that_is_missing_repeated_stale_or_wrong(outputs, why):
+    assert why in _verdict(outputs)
+
+
+def test_judge_keeps_an_earlier_error_and_scores_no_returned_value():
+    error = v4.new_output("error", ename="AssertionError", evalue="visible test", traceback=[])
+    judged = hidden.judge([error, _report(outcomes=_right(9))], LAB, "build_running_example", 9,
+                          "n1")
+    assert [out.output_type for out in judged] == ["error"] and judged[0].evalue == "visible test"
+    value = v4.new_output("execute_result", data={"text/plain": "20"}, execution_count=1)
+    judged = hidden.judge([value, _report(outcomes=_right(9))], LAB, "build_running_example", 9,
+                          "n1")
+    assert [out.output_type for out in judged] == ["display_data", "stream"]
+
+
+def test_the_visible_part_leaves_out_the_hidden_section():
+    source = "a = 1\n### BEGIN HIDDEN TESTS\ngrade('lab2', 'x', globals())\n### END HIDDEN TESTS\n"
+    assert hidden.visible_part(source) == "a = 1\n"
+    assert "grade(" not in hidden.hidden_call(source, LAB, "toposort", 4, "abc")
+    assert hidden.hidden_call(source, LAB, "toposort", 4, "abc").endswith(
+        "report('lab2_graphs', 'toposort', globals(), seed=4, nonce='abc')\n")
+
