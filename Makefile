@@ -19,9 +19,10 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(BIN)/python -m autograder demo
 
-# One BLAS thread per test process: two xdist workers share the two cores.
+# One BLAS thread per test process: two xdist workers share the two cores, taking a file at a
+# time, the slowest first (tests/conftest.py orders them).
 test: setup
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 clean:
 	rm -rf $(VENV) course

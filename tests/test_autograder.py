@@ -43,7 +43,7 @@ def course_folder(tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MINI_COURSE_DIR", str(root / "course"))
         env.setenv("MINI_RELEASE_DIR", str(root / "release"))
-        env.setenv("MINI_CELL_TIMEOUT", "20")
+        env.setenv("MINI_CELL_TIMEOUT", "10")  # the "loops" student waits it out per cell
         assert cli.main(["release", ",".join(NBGRADER_LABS)]) == 0
         for lab in NBGRADER_LABS:
             for kind, student in STUDENTS.items():

@@ -26,7 +26,7 @@ from autograder import cli, course, landlock, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "lab2_graphs"
-MARK = "mini-probe-leftover"
+MARK = f"mini-probe-leftover-{os.getpid()}"   # one per test process: xdist runs two at once
 KINDS = [kind for kind in ("namespaces", "landlock")
          if kind == "landlock" and landlock.version() >= 4
          or kind == "namespaces" and sandbox._unshare_works()]
