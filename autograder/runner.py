@@ -145,7 +145,8 @@ def cells_to_run(notebook_path, lab):
     visible = {cell.metadata["nbgrader"]["grade_id"]: visible_part(cell.source)
                for cell in source.cells
                if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
-    read = set().union(*(_names(code, ast.Load) for code in visible.values()))
+    read = set().union(*((_names(code, ast.Load) or set()) - (_names(code, ast.Store) or set())
+                         for code in visible.values()))     # what the tests take from before
     rows, seen = [], set()                  # (grade id, cell to run or None) per submitted cell
     for index, cell in enumerate(nb.cells):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -156,7 +157,7 @@ def cells_to_run(notebook_path, lab):
         if grade_id in tests:
             rows.append((grade_id, (index, visible[grade_id], grade_id[len("test_"):])))
         elif cell.cell_type == "code" and ("demo" not in cell.metadata.get("tags", [])
-                                           or _names(cell.source, ast.Store) & read):
+                                           or _binds_any(cell.source, read)):
             rows.append((grade_id, (index, cell.source, None)))
         else:
             rows.append((grade_id, None))
@@ -171,11 +172,11 @@ def cells_to_run(notebook_path, lab):
 
 def _names(source, context):
     """The names ``source`` reads (``ast.Load``) or binds (``ast.Store``, with the functions,
-    classes and imports it defines); every name, for code that does not parse."""
+    classes and imports it defines); None for code that does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return _Everything()
+        return None
     names = {node.id for node in ast.walk(tree)
              if isinstance(node, ast.Name) and isinstance(node.ctx, context)}
     if context is ast.Store:
@@ -187,9 +188,10 @@ def _names(source, context):
     return names
 
 
-class _Everything(frozenset):
-    def __and__(self, other):
-        return set(other) or {"?"}
+def _binds_any(source, names):
+    """Whether ``source`` may bind one of ``names`` (code that does not parse may: it runs)."""
+    bound = _names(source, ast.Store)
+    return bound is None or bool(bound & names)
 
 
 def grade_submission(notebook_path, lab, student, seed, limits=None):

@@ -92,8 +92,8 @@ def main():
                                                                  "this fill-in ran out of time"})
                 continue
             emit(event="check", key=key)
-            case = case_for(checks[fill_in][int(key.rsplit("/", 1)[1])],
-                            request["seed"] + int(key.rsplit("/", 1)[1]))
+            number = int(key.rsplit("/", 1)[1])
+            case = case_for(checks[fill_in][number], request["seed"] + number)
             case.expected = None              # the answer is computed by the grader, not here
             outcome = {}
             error = _run_limited(lambda: outcome.update(run_case(case, namespace)),

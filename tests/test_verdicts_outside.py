@@ -3,11 +3,12 @@
 Every attack below is built from the released lab 2: the quiz answered (20 points, earned), a
 ``build_running_example`` that only works at the visible test's inputs (it passes the visible
 tests and should fail the hidden checks: 0 of its 20 points), and one cell that attacks the
-verdict.  All of them are graded in ONE nbgrader batch on one worker, attackers first, then an
-honest complete solution, and each on the pytest path.  Each must score exactly what its honest
-part earns; before the verdict moved out of the kernel they scored 40 to 100 on nbgrader.
+verdict.  All of them are graded in ONE nbgrader batch on one worker, attackers first, then the
+same notebook without an attack and a lab 3 solution whose numerical_grad fails only a visible
+test, and each on the pytest path.  Each must score exactly what its honest part earns.
 ``judge``'s rules (a missing, repeated, stale or malformed report) are tested on their own.
 """
+import concurrent.futures
 import json
 
 import nbformat
@@ -66,8 +67,9 @@ ATTACKS = {
     "d_patches_the_checks": (PATCH_CHECKS, EARNED, EARNED),
     "e_swallows_errors": (SWALLOW_ERRORS, EARNED, EARNED),
     "f_forges_reports": (FORGE_REPORT, EARNED, EARNED),
+    "z_honest": ("", EARNED, EARNED),        # the same notebook without an attack, graded after
 }
-HONEST = "z_honest"
+SHIFTS_X = "shifts_x"                          # lab 3, graded after all of them
 
 
 def _cell(nb, grade_id):
@@ -88,33 +90,51 @@ def attacker(release, attack):
     return nb
 
 
+def shifts_x():
+    """lab 3's solution, but numerical_grad leaves x shifted by h: only a visible test sees it."""
+    nb = nbformat.read(runner.source_notebook("lab3_autodiff"), as_version=4)
+    fill_in = _cell(nb, "numerical_grad")
+    for old, new in (("x = np.array(x, dtype=np.float64)", "x = np.asarray(x, dtype=np.float64)"),
+                     ("        x[i] = original\n", "        x[i] = original + h\n")):
+        assert old in fill_in.source
+        fill_in.source = fill_in.source.replace(old, new)
+    return nb
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """``{student: (nbgrader score, pytest score)}`` and the nbgrader path's autograded folder."""
+    """``{student: (nbgrader score, pytest score)}`` and the nbgrader path's autograded folder.
+
+    One autograde batch on one worker: lab 2's attackers, then the honest lab 2 notebook, then
+    lab 3's ``shifts_x``; the pytest path grades the same files meanwhile.
+    """
     root = tmp_path_factory.mktemp("verdicts-outside")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MINI_COURSE_DIR", str(root / "course"))
         env.setenv("MINI_RELEASE_DIR", str(root / "release"))
         env.setenv("MINI_CELL_TIMEOUT", "20")
         env.delenv("AUTOGRADER_SEED", raising=False)
-        assert cli.main(["release", "lab2"]) == 0
-        notebooks = {name: attacker(root / "release", code) for name, (code, *_) in ATTACKS.items()}
-        notebooks[HONEST] = nbformat.read(runner.source_notebook(LAB), as_version=4)
-        for name, nb in notebooks.items():
+        assert cli.main(["release", "lab2,lab3"]) == 0
+        notebooks = {(name, LAB): attacker(root / "release", code)
+                     for name, (code, *_) in ATTACKS.items()}
+        notebooks[SHIFTS_X, "lab3_autodiff"] = shifts_x()
+        for (name, lab), nb in notebooks.items():
             (root / "inbox" / name).mkdir(parents=True)
-            nbformat.write(nb, root / "inbox" / name / f"{LAB}.ipynb")
-        assert cli.main(["collect", str(root / "inbox")]) == 0
-        assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
-        from nbgrader.api import Gradebook
-        grader = course.api()
-        with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-            nbgrader_scores = {name: gb.find_submission(LAB, name).score for name in notebooks}
+            nbformat.write(nb, root / "inbox" / name / f"{lab}.ipynb")
         limits = runner.Limits(cell_seconds=20, check_seconds=20, worker_seconds=120)
-        pytest_scores = {name: runner.grade_submission(root / "inbox" / name / f"{LAB}.ipynb", LAB,
-                                                       name, seed=5, limits=limits).score
-                         for name in notebooks}
-        yield ({name: (nbgrader_scores[name], pytest_scores[name]) for name in notebooks},
-               root / "course" / "autograded")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            on_pytest = {key: pool.submit(runner.grade_submission, root / "inbox" / key[0]
+                                          / f"{key[1]}.ipynb", key[1], key[0], 5, limits)
+                         for key in notebooks}
+            assert cli.main(["collect", str(root / "inbox")]) == 0
+            assert cli.main(["autograde", "lab2,lab3", "--workers", "1"]) == 0
+            from nbgrader.api import Gradebook
+            grader = course.api()
+            with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+                on_nbgrader = {key: gb.find_submission(key[1], key[0]).score for key in notebooks}
+            scores = {key[0]: (on_nbgrader[key], on_pytest[key].result().score)
+                      for key in notebooks}
+        yield scores, root / "course" / "autograded"
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
@@ -123,9 +143,10 @@ def test_an_attack_on_the_verdict_gains_nothing(graded, name):
     assert scores[name] == ATTACKS[name][1:]
 
 
-def test_an_honest_submission_graded_after_the_attackers_scores_full_marks(graded):
+def test_a_visible_test_failure_costs_the_cell_on_both_paths(graded):
     scores, _ = graded
-    assert scores[HONEST] == (100, 100)
+    expected = 100 - dict(runner.test_cells("lab3_autodiff"))["test_numerical_grad"]
+    assert scores[SHIFTS_X] == (expected, expected)
 
 
 def test_a_failed_hidden_check_says_why_in_the_cell(graded):
@@ -141,35 +162,10 @@ def test_a_failed_hidden_check_says_why_in_the_cell(graded):
 
 def test_the_report_never_reaches_the_autograded_notebook(graded):
     _, autograded = graded
-    nb = nbformat.read(autograded / HONEST / LAB / f"{LAB}.ipynb", as_version=4)
+    nb = nbformat.read(autograded / "z_honest" / LAB / f"{LAB}.ipynb", as_version=4)
     outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not any(hidden.MIME in out.get("data", {}) for out in outputs)
-    assert "hidden checks for toposort passed" in "".join(out.get("text", "") for out in outputs)
-
-
-def test_a_visible_test_failure_costs_the_cell_on_both_paths(tmp_path, monkeypatch):
-    """lab 3's numerical_grad right but for leaving x shifted by h: only its visible test sees it."""
-    lab = "lab3_autodiff"
-    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
-    nb = nbformat.read(runner.source_notebook(lab), as_version=4)
-    fill_in = _cell(nb, "numerical_grad")
-    for old, new in (("x = np.array(x, dtype=np.float64)", "x = np.asarray(x, dtype=np.float64)"),
-                     ("        x[i] = original\n", "        x[i] = original + h\n")):
-        assert old in fill_in.source
-        fill_in.source = fill_in.source.replace(old, new)
-    path = tmp_path / "inbox" / "shifts_x" / f"{lab}.ipynb"
-    path.parent.mkdir(parents=True)
-    nbformat.write(nb, path)
-    expected = 100 - dict(runner.test_cells(lab))["test_numerical_grad"]
-    assert runner.grade_submission(path, lab, "shifts_x", seed=3).score == expected
-    assert cli.main(["release", "lab3"]) == 0
-    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
-    assert cli.main(["autograde", "lab3", "--workers", "1"]) == 0
-    from nbgrader.api import Gradebook
-    grader = course.api()
-    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-        assert gb.find_submission(lab, "shifts_x").score == expected
+    assert "hidden checks for quiz_graph passed" in "".join(out.get("text", "") for out in outputs)
 
 
 # judge's rules, on lab 2's checks of build_running_example (drawn inputs, two checks)
