@@ -115,7 +115,7 @@ def main():
 
 def _disable_reference(guard, lab):
     """Switch off mini's reference for ``lab`` for good; return a context manager that puts it
-    back for a while (the lab's visible tests compare with it, as they do in the student's kernel)."""
+    back for a while (the lab's visible tests compare with it, as in the student's kernel)."""
     modules = [m for name, m in list(sys.modules.items()) if name.split(".")[0] == "mini"]
     before = [(module, alias, value) for module in modules for alias, value in vars(module).items()]
     guard.disable_reference(lab)
