@@ -218,7 +218,9 @@ def _start_worker(gradebook, scratch, environment, stop):
     """Copy the gradebook for this worker alone and open nbgrader's API on the copy.
 
     Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
-    submission's own autograded copy), nor the solutions, nor the gradebook copies, nor the network.
+    submission's own autograded copy), nor the solutions, nor the batch's folder (the gradebook
+    copies, every worker's kernel launch file, the other kernels' connection files and sockets;
+    but its own runtime folder), nor the network.
     """
     global _api
     threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
@@ -230,9 +232,10 @@ def _start_worker(gradebook, scratch, environment, stop):
     shutil.copy(gradebook, private)
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
     limits = Limits()
-    kernel = sandbox.install_grading_kernel(mine / "jupyter", hidden_folders() + [mine / "db"],
-                                            limits.memory_bytes, limits.file_bytes)
     (mine / "run").mkdir()
+    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run",
+                                            hidden_folders() + [Path(scratch)],
+                                            limits.memory_bytes, limits.file_bytes)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
 

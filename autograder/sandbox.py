@@ -38,18 +38,19 @@ from pathlib import Path
 from autograder import landlock
 
 KERNEL_NAME = "mini-grader"
-KINDS = ("namespaces", "landlock", "none")
+KINDS = ("namespaces", "namespaces-only", "landlock", "none")
 REPO = Path(__file__).resolve().parent.parent
 
 
 @functools.lru_cache(maxsize=None)
 def isolation():
     """``"namespaces"``, ``"landlock"`` or ``"none"``: the strongest kind available here, or the
-    weaker one ``MINI_SANDBOX`` asks for."""
+    weaker one ``MINI_SANDBOX`` asks for (``namespaces-only``: namespaces as on a Linux without
+    Landlock)."""
     wanted = os.environ.get("MINI_SANDBOX", KINDS[0])
     if wanted not in KINDS:
         raise ValueError(f"MINI_SANDBOX={wanted!r}: expected one of {', '.join(KINDS)}")
-    if wanted == "namespaces" and _unshare_works():
+    if wanted in ("namespaces", "namespaces-only") and _unshare_works():
         return "namespaces"
     if wanted in ("namespaces", "landlock") and _landlock_works():
         return "landlock"
@@ -83,7 +84,7 @@ def isolation_note():
 
 
 def _landlock_works():
-    return landlock.version() >= 4
+    return os.environ.get("MINI_SANDBOX") != "namespaces-only" and landlock.version() >= 4
 
 
 def confinement(writable, readable=()):
@@ -161,25 +162,26 @@ def _empty_cgroup(folder):
         folder.rmdir()
 
 
-def sandboxed(command, hidden, keep=None):
+def sandboxed(command, hidden, keep=()):
     """``command`` with no network, an empty folder over each of ``hidden``, and the grader's own
     code and Python installation read-only (:func:`protected_folders`).
 
-    ``keep``: a shell expression naming one folder inside a hidden one that must stay visible
-    (bind-mounted back, writable); the command then starts in it.  Unchanged where isolation is
+    ``keep``: shell expressions naming folders inside hidden ones that must stay visible
+    (bind-mounted back, writable); the command starts in the first.  Unchanged where isolation is
     unavailable.
     """
     if isolation() != "namespaces":
         return command
-    script = ""
-    if keep:
-        script += f'stash=$(mktemp -d) && mount --bind "{keep}" "$stash" && '
+    script = "".join(f'stash{n}=$(mktemp -d) && mount --bind "{folder}" "$stash{n}" && '
+                     for n, folder in enumerate(keep))
     script += "".join(f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
                       for folder in map(shlex.quote, map(str, protected_folders())))
     script += "".join(f"mount -t tmpfs -o size=1m none {shlex.quote(str(folder))} && "
                       for folder in _outermost(hidden))
+    script += "".join(f'mkdir -p "{folder}" && mount --bind "$stash{n}" "{folder}" && '
+                      for n, folder in enumerate(keep))
     if keep:
-        script += f'mkdir -p "{keep}" && mount --bind "$stash" "{keep}" && cd "{keep}" && '
+        script += f'cd "{keep[0]}" && '
     return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", "sh", "-c",
             script + 'exec "$@"', "sh", *command]
 
@@ -218,18 +220,24 @@ def student_environment(home, keep=()):
     return environment
 
 
-def install_grading_kernel(data_dir, hidden, memory_bytes, file_bytes):
+def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_bytes):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with these limits, in the folder named by ``$MINI_KERNEL_HOME`` (the
     submission's autograded copy).  Under Landlock the kernel may also read the grader (its
-    hidden test cells import the checks) and write its own folders."""
+    hidden test cells import the checks) and write its own folders.
+
+    ``hidden`` should cover ``data_dir``: a kernel that could rewrite this launch file would start
+    the next submission's kernel as it pleased, outside the sandbox.  Of the folders it hides, the
+    kernel keeps its own ``runtime_dir`` (its connection file and IPC sockets), and no other
+    kernel's.
+    """
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
     launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
                 "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
                 json.dumps(confinement([], readable=[REPO / "autograder"])),
                 "-f", "{connection_file}"]
-    argv = sandboxed(launcher, hidden, keep="$MINI_KERNEL_HOME")
+    argv = sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])
     (folder / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
     return KERNEL_NAME

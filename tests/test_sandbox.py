@@ -13,6 +13,7 @@ them: ``MINI_SANDBOX=landlock``); and a grader with neither says so and still gr
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -244,6 +245,59 @@ def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
         assert gb.find_submission(LAB, "prober").score == 100   # honest code, confined
     for pid in leftovers():                   # not promised on this path: do not leave them
         os.kill(int(pid), 9)
+
+
+LAUNCH_FILE_ATTACK = r'''
+import glob, json, os
+# the launch file of the worker that started this kernel (its pid names the worker's folder); the
+# probe leaves other batches' alone: another test may be grading with them right now
+own = glob.glob(f"/tmp/mini-autograde-*/{os.getppid()}/jupyter/kernels/*/kernel.json")
+rewritten = []
+for spec in own:
+    try:
+        with open(spec, "w") as file:
+            json.dump({"argv": ["python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                       "display_name": "unsandboxed", "language": "python"}, file)
+        rewritten.append(spec)
+    except OSError:
+        pass
+print("LAUNCH " + json.dumps({"found": own, "rewritten": rewritten}))
+'''
+
+
+def test_a_kernel_cannot_rewrite_the_launch_file_of_the_next(setting, monkeypatch):
+    """With namespaces and no Landlock (an older kernel), the kernel launch file of the batch's
+    worker is out of reach: rewritten, it would start the next submission outside the sandbox."""
+    tmp_path, *_ = setting
+    monkeypatch.setenv("MINI_SANDBOX", "namespaces-only")   # seen by the batch's workers too
+    sandbox.isolation.cache_clear()
+    try:
+        nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(LAUNCH_FILE_ATTACK))
+        submitted = tmp_path / "course" / "submitted"
+        assert cli.main(["release", "lab2"]) == 0
+        for student, notebook in (("a_attacker", nb), ("b_untouched", None)):
+            (submitted / student / LAB).mkdir(parents=True)
+            target = submitted / student / LAB / f"{LAB}.ipynb"
+            if notebook is None:
+                shutil.copy(tmp_path / "release" / LAB / f"{LAB}.ipynb", target)
+            else:
+                nbformat.write(notebook, target)
+        assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
+    finally:
+        sandbox.isolation.cache_clear()
+    graded = nbformat.read(course.course_dir() / "autograded" / "a_attacker" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    text = "\n".join(output.get("text", "") for cell in graded.cells if cell.cell_type == "code"
+                     for output in cell.outputs)
+    report = json.loads(next(line for line in text.splitlines()
+                             if line.startswith("LAUNCH "))[len("LAUNCH "):])
+    assert report == {"found": [], "rewritten": []}      # its worker's folder is hidden
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        assert gb.find_submission(LAB, "a_attacker").score == 100
+        assert gb.find_submission(LAB, "b_untouched").score == 0    # graded next, same worker
 
 
 def test_without_isolation_grading_goes_on_and_says_so(setting, monkeypatch):
