@@ -170,7 +170,8 @@ def _grade(args):
                                          "worker_seconds": args.worker_seconds})})
     # pytest's own report counts test cells ("38 failed"), which reads like a crash of the grader;
     # without -v the grade table below says what happened, and results.json says why.
-    report = ["-v", "--tb=short"] if args.verbose else ["-o", "addopts=", "-p", "no:terminal"]
+    quiet = ["-o", "addopts=", "-p", "no:terminal"]
+    report = ["-v", "--tb=short"] if args.verbose else quiet
     failures = _GraderFailures()
     code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
                         "--capture=no",    # the progress bar; no student code runs in this process

@@ -8,7 +8,8 @@ reach the instructor's terminal), and replaces the environment with a short list
 the instructor's reaches student code, not even through ``/proc/self/environ``.  Where the
 sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel confines itself to it: it may
 read its connection file and write only its folder (the autograded copy it starts in), its
-temporary home and the folder of its IPC sockets; the confinement holds across ``execve``.
+temporary home (beside its connection file) and the folder of its IPC sockets; the confinement
+holds across ``execve``.
 
     python -c "...; main()" MEMORY_BYTES FILE_BYTES CONFINEMENT -f CONNECTION_FILE
 """
@@ -31,11 +32,12 @@ def main():
     for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
-    home = tempfile.mkdtemp(prefix="mini-kernel-")
+    connection_file = kernel_arguments[kernel_arguments.index("-f") + 1]
+    # beside the connection file, in the worker's runtime folder: removed with it
+    home = tempfile.mkdtemp(prefix="home-", dir=os.path.dirname(os.path.abspath(connection_file)))
     environment = {**student_environment(home, keep=KEEP),
                    "IPYTHONDIR": os.path.join(home, "ipython")}
     if confinement:
-        connection_file = kernel_arguments[kernel_arguments.index("-f") + 1]
         with open(connection_file) as file:
             sockets = json.load(file)["ip"]      # IPC transport: the sockets' path prefix
         confinement["readable"].append(connection_file)

@@ -1,5 +1,6 @@
 """Test-wide settings: pictures without a screen, Jupyter and the course kept in temp folders."""
 import os
+import shutil
 import tempfile
 
 _home = tempfile.mkdtemp(prefix="mini-tests-")
@@ -10,6 +11,10 @@ os.environ["MINI_COURSE_DIR"] = os.path.join(_home, "course")
 os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def pytest_unconfigure():
+    shutil.rmtree(_home, ignore_errors=True)
 
 
 # The slowest files first (measured, slowest at the top), so that `make test`'s two xdist workers
