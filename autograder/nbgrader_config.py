@@ -8,8 +8,14 @@ feedback travel between instructor and students through nbgrader's exchange fold
 import os
 from pathlib import Path
 
+from autograder.course import find_nbgrader_tools
+
 REPO = Path(__file__).resolve().parent.parent
 COURSE = Path(os.environ.get("MINI_COURSE_DIR") or REPO / "course").resolve()
+# What a fresh checkout's formgrader needs: a course folder to open the gradebook in, and
+# nbgrader's `alembic` on PATH when the virtualenv was not activated.
+COURSE.mkdir(parents=True, exist_ok=True)
+find_nbgrader_tools()
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 c.CourseDirectory.course_id = "mini"
@@ -39,6 +45,7 @@ c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 # (autograder.preprocessors.RestoreCells).
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
+    "autograder.formgrader.RefuseInServer",     # the formgrader's Autograde button: use the CLI
     "autograder.preprocessors.RestoreCells",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
@@ -49,11 +56,12 @@ c.Autograde.sanitize_preprocessors = [
 # A cell that kills its kernel costs that cell only (autograder.preprocessors.ResilientExecute);
 # what a cell prints is kept to 20,000 characters (CutOutput).
 c.Autograde.autograde_preprocessors = [
-    "autograder.preprocessors.ResilientExecute",
+    "autograder.preprocessors.VerdictsOutsideKernel",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "autograder.preprocessors.CutOutput",
+    "autograder.preprocessors.StderrIsNotFailure",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",

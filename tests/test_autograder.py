@@ -2,10 +2,12 @@
 path), feedback, export, resume, the formgrader over HTTP, and the demo's sample students."""
 import csv
 import json
+import os
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -129,6 +131,53 @@ def test_formgrader_lists_the_assignments_over_http(course_folder):
         names = {a["name"]: a for a in assignments}
         assert set(NBGRADER_LABS) <= set(names)
         assert names["lab3_autodiff"]["num_submissions"] == len(STUDENTS)
+        # the Autograde button would grade in the server's own kernel: it is refused
+        before = _nbgrader_scores(course_folder)
+        button = urllib.request.Request(
+            f"http://127.0.0.1:{port}/formgrader/api/submission/lab2_graphs/"
+            f"{STUDENTS['bug']}/autograde", data=b"", method="POST",
+            headers={"Authorization": "token t0ken"})
+        answer = json.loads(urllib.request.urlopen(button, timeout=120).read())
+        assert answer["success"] is False, answer
+        assert ("Run it from a terminal instead: python -m autograder autograde lab2_graphs"
+                in answer["error"] + answer["log"]), answer
+        assert _nbgrader_scores(course_folder) == before
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def test_formgrader_of_a_fresh_checkout_loads_without_the_venv_activated(tmp_path):
+    """README's step on a checkout with no course folder yet, the venv's bin/ not on PATH."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fresh = tmp_path / "course"
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    env.update(MINI_COURSE_DIR=str(fresh), PATH="/usr/bin:/bin")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
+         f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=t0ken",
+         f"--ServerApp.root_dir={tmp_path}"], cwd=course.CONFIG_FILE.parent, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/assignments",
+                                         headers={"Authorization": "token t0ken"})
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answer = urllib.request.urlopen(request, timeout=5)
+                break
+            except urllib.error.HTTPError:       # it answered, with an error: that is the failure
+                raise
+            except OSError:
+                assert time.monotonic() < deadline, "the Jupyter server did not answer"
+                time.sleep(0.5)
+        from autograder.checks import LABS
+        listed = {a["name"]: a for a in json.loads(answer.read())}
+        assert set(listed) == set(LABS)         # the sources, none released yet
+        assert all(a["num_submissions"] == 0 for a in listed.values())
+        assert (fresh / "gradebook.db").is_file()
     finally:
         server.terminate()
         server.wait(timeout=20)
