@@ -21,9 +21,10 @@ import tempfile
 
 from autograder.sandbox import REPO, confine, student_environment
 
-# beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does), the
-# seed of the hidden checks, and the thread settings the instructor chose
-KEEP = ("JPY_PARENT_PID", "AUTOGRADER_SEED", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+# beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does) and
+# the thread settings the instructor chose (not the checks' seed: the grader writes it into each
+# test cell as the cell runs)
+KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def main():

@@ -53,7 +53,8 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# A cell that kills its kernel costs that cell only (autograder.preprocessors.ResilientExecute);
+# The hidden checks' verdicts are decided here, not in the kernel, and a cell that kills its kernel
+# costs that cell only (autograder.preprocessors.VerdictsOutsideKernel);
 # what a cell prints is kept to 20,000 characters (CutOutput).
 c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.VerdictsOutsideKernel",

@@ -189,7 +189,10 @@ CASES = {
     "retypes_a_test_cell": (lambda: tampered(_retype_test), None),
     "changes_points": (lambda: tampered(_change_points), None),
     "changes_the_kernelspec": (lambda: tampered(_change_kernelspec), None),
-    "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, "backward_pass"),
+    # the patched np.allclose also breaks the notebook's own check_vjps helper, which the visible
+    # tests of the four VJP cells use: those cells fail on both paths
+    "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, (
+        "backward_pass", "unary_vjps", "multiply_vjps", "matmul_vjps", "sum_vjp")),
     "calls_the_reference_solution": (reference_backward_pass, "backward_pass"),
     "reads_and_writes_course_files": (reads_and_writes_course_files, None),
     "writes_into_the_grader": (writes_into_the_grader, None),
@@ -213,8 +216,8 @@ def digest(folder):
 
 
 def expected_score(name):
-    lost = CASES[name][1]
-    return 100 - (points(lost) if lost else 0)
+    lost = CASES[name][1] or ()
+    return 100 - sum(points(fill_in) for fill_in in ((lost,) if isinstance(lost, str) else lost))
 
 
 def write_batch(folder):

@@ -1,9 +1,8 @@
 """The hostile and broken submissions of ``hostile_cases`` on the nbgrader path (``autograde``).
 
 One batch (lab 3, two workers, 5 s cells) beside two honest students.  Each submission must get
-exactly the pytest path's score, except where the two paths differ by design (``DIFFERENT``, with
-the reason); the solutions, the release, the submissions and the sources of mini, the grader and
-numpy must be unchanged, and the gradebook intact.
+exactly the pytest path's score; the solutions, the release, the submissions and the sources of
+mini, the grader and numpy must be unchanged, and the gradebook intact.
 """
 import shutil
 import sqlite3
@@ -13,16 +12,6 @@ import pytest
 
 import hostile_cases as cases
 from autograder import cli, course
-
-DIFFERENT = {
-    # nbgrader runs the lab's tests in the student's kernel: the patched np.allclose also breaks
-    # the notebook's own check_vjps helper, so the submission loses four more fill-ins there.  (On
-    # the pytest path nothing the student patches reaches a verdict.)
-    "monkeypatches_numpy_and_the_checks":
-        100 - sum(cases.points(f) for f in ("backward_pass", "unary_vjps", "multiply_vjps",
-                                             "matmul_vjps", "sum_vjp")),
-}
-
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
@@ -61,7 +50,7 @@ def batch(tmp_path_factory):
                                                         "honest_untouched"])
 def test_a_hostile_submission_costs_only_its_own_points(batch, name):
     scores, _, expected, *_ = batch
-    assert scores[name] == DIFFERENT.get(name, expected[name])
+    assert scores[name] == expected[name]
 
 
 @pytest.mark.parametrize("name", sorted(cases.BROKEN_MESSAGES))
@@ -84,10 +73,9 @@ def test_reading_the_course_and_the_solutions_finds_nothing(batch):
 
 
 def test_what_importing_the_grader_from_a_submission_did_is_known(batch):
-    """Here the hidden checks run in the student's kernel, so the grader is importable there: the
-    submission patches ``autograder.checks.verify``.  Its score above is still right only because
-    the lab's own tests in the same cell fail first; the verdict is not yet decided outside the
-    kernel on this path."""
+    """The grader is importable in the student's kernel (its hidden cells report the student's
+    side of the checks), so the submission does patch ``autograder.checks.verify`` there; the
+    verdict is decided in the grader process, so the patch changes no score above."""
     *_, course_folder = batch
     assert "import autograder.checks: patched verify" in _printed(
         course_folder, "monkeypatches_numpy_and_the_checks")
