@@ -74,12 +74,7 @@ def _parser():
                                               "recorded in every results.json)")
     sub.add_argument("--workers", type=int, default=os.cpu_count(),
                      help="submissions graded at once (default: the number of cores)")
-    sub.add_argument("--check-seconds", type=float, default=30.0,
-                     help="time limit of one check (default 30; lab 5's simulator is slow)")
-    sub.add_argument("--cell-seconds", type=float, default=30.0,
-                     help="time limit of one notebook cell (default 30)")
-    sub.add_argument("--worker-seconds", type=float, default=300.0,
-                     help="wall-clock limit of one worker process (default 300)")
+    _limit_options(sub)
     sub.add_argument("-v", "--verbose", action="store_true",
                      help="pytest's report of every test cell, with each failure's message")
 
@@ -98,13 +93,18 @@ def _parser():
                                              "Gradescope (no solutions in it)")
     sub.add_argument("lab", help="a lab or 'all' (one zip each)")
     sub.add_argument("--to", help="folder of the zips (default: the course's gradescope/)")
-    sub.add_argument("--check-seconds", type=float, default=30.0,
-                     help="time limit of one check on Gradescope (default 30)")
-    sub.add_argument("--cell-seconds", type=float, default=30.0,
-                     help="time limit of one notebook cell on Gradescope (default 30)")
-    sub.add_argument("--worker-seconds", type=float, default=300.0,
-                     help="wall-clock limit of one worker process on Gradescope (default 300)")
+    _limit_options(sub, " on Gradescope")
     return parser
+
+
+def _limit_options(sub, where=""):
+    """The pytest path's limits (``runner.Limits``), for ``grade`` and for the Gradescope zip."""
+    sub.add_argument("--check-seconds", type=float, default=30.0,
+                     help=f"time limit of one check{where} (default 30; lab 5's simulator is slow)")
+    sub.add_argument("--cell-seconds", type=float, default=30.0,
+                     help=f"time limit of one notebook cell{where} (default 30)")
+    sub.add_argument("--worker-seconds", type=float, default=300.0,
+                     help=f"wall-clock limit of one worker process{where} (default 300)")
 
 
 def _release(args):

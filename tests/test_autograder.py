@@ -1,5 +1,6 @@
 """The instructor's workflow end to end: release, collect, autograde (nbgrader), grade (pytest
 path), feedback, export, resume, the formgrader over HTTP, and the demo's sample students."""
+import contextlib
 import csv
 import json
 import os
@@ -107,80 +108,68 @@ def test_a_second_autograde_resumes_instead_of_regrading(course_folder):
     assert _nbgrader_scores(course_folder)[(STUDENTS["full"], "lab2_graphs")] == 100
 
 
-def test_formgrader_lists_the_assignments_over_http(course_folder):
+@contextlib.contextmanager
+def formgrader(root_dir, env=None):
+    """A Jupyter server on loopback, started where nbgrader finds the course's config; yields a
+    function that sends an API request to it and returns the decoded JSON answer."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
          f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=t0ken",
-         f"--ServerApp.root_dir={course.course_dir().parent}"],   # the course must be inside
-        cwd=course.CONFIG_FILE.parent,            # where nbgrader looks for nbgrader_config.py
+         f"--ServerApp.root_dir={root_dir}"],     # the course folder must be inside it
+        cwd=course.CONFIG_FILE.parent, env=env,   # where nbgrader looks for nbgrader_config.py
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/assignments",
+
+    def api(path, post=False):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/{path}",
+                                         data=b"" if post else None,
                                          headers={"Authorization": "token t0ken"})
+        return json.loads(urllib.request.urlopen(request, timeout=120).read())
+
+    try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                assignments = json.loads(urllib.request.urlopen(request, timeout=5).read())
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the Jupyter server did not answer"
-                time.sleep(0.5)
-        names = {a["name"]: a for a in assignments}
-        assert set(NBGRADER_LABS) <= set(names)
-        assert names["lab3_autodiff"]["num_submissions"] == len(STUDENTS)
-        # the Autograde button would grade in the server's own kernel: it is refused
-        before = _nbgrader_scores(course_folder)
-        button = urllib.request.Request(
-            f"http://127.0.0.1:{port}/formgrader/api/submission/lab2_graphs/"
-            f"{STUDENTS['bug']}/autograde", data=b"", method="POST",
-            headers={"Authorization": "token t0ken"})
-        answer = json.loads(urllib.request.urlopen(button, timeout=120).read())
-        assert answer["success"] is False, answer
-        assert ("Run it from a terminal instead: python -m autograder autograde lab2_graphs"
-                in answer["error"] + answer["log"]), answer
-        assert _nbgrader_scores(course_folder) == before
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-
-
-def test_formgrader_of_a_fresh_checkout_loads_without_the_venv_activated(tmp_path):
-    """README's step on a checkout with no course folder yet, the venv's bin/ not on PATH."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    fresh = tmp_path / "course"
-    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
-    env.update(MINI_COURSE_DIR=str(fresh), PATH="/usr/bin:/bin")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
-         f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=t0ken",
-         f"--ServerApp.root_dir={tmp_path}"], cwd=course.CONFIG_FILE.parent, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/assignments",
-                                         headers={"Authorization": "token t0ken"})
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                answer = urllib.request.urlopen(request, timeout=5)
+                api("assignments")
                 break
             except urllib.error.HTTPError:       # it answered, with an error: that is the failure
                 raise
             except OSError:
                 assert time.monotonic() < deadline, "the Jupyter server did not answer"
                 time.sleep(0.5)
-        from autograder.checks import LABS
-        listed = {a["name"]: a for a in json.loads(answer.read())}
-        assert set(listed) == set(LABS)         # the sources, none released yet
-        assert all(a["num_submissions"] == 0 for a in listed.values())
-        assert (fresh / "gradebook.db").is_file()
+        yield api
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def test_formgrader_lists_the_assignments_over_http(course_folder):
+    with formgrader(course.course_dir().parent) as api:
+        names = {a["name"]: a for a in api("assignments")}
+        assert set(NBGRADER_LABS) <= set(names)
+        assert names["lab3_autodiff"]["num_submissions"] == len(STUDENTS)
+        # the Autograde button would grade in the server's own kernel: it is refused
+        before = _nbgrader_scores(course_folder)
+        answer = api(f"submission/lab2_graphs/{STUDENTS['bug']}/autograde", post=True)
+        assert answer["success"] is False, answer
+        assert ("Run it from a terminal instead: python -m autograder autograde lab2_graphs"
+                in answer["error"] + answer["log"]), answer
+        assert _nbgrader_scores(course_folder) == before
+
+
+def test_formgrader_of_a_fresh_checkout_loads_without_the_venv_activated(tmp_path):
+    """README's step on a checkout with no course folder yet, the venv's bin/ not on PATH."""
+    from autograder.checks import LABS
+    fresh = tmp_path / "course"
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    env.update(MINI_COURSE_DIR=str(fresh), PATH="/usr/bin:/bin")
+    with formgrader(tmp_path, env) as api:
+        listed = {a["name"]: a for a in api("assignments")}
+    assert set(listed) == set(LABS)         # the sources, none released yet
+    assert all(a["num_submissions"] == 0 for a in listed.values())
+    assert (fresh / "gradebook.db").is_file()
 
 
 @pytest.mark.parametrize("command", ["release", "collect", "autograde", "grade", "feedback",

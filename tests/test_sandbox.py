@@ -195,6 +195,23 @@ def assert_nothing_found(found, path, layers):
     assert len(found) == 16, sorted(found)
 
 
+def autograded_report(student, prefix):
+    """The JSON a probe cell printed after ``prefix``, read from the autograded notebook."""
+    graded = nbformat.read(course.course_dir() / "autograded" / student / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    text = "\n".join(output.get("text", "") for cell in graded.cells if cell.cell_type == "code"
+                     for output in cell.outputs)
+    return json.loads(next(line for line in text.splitlines()
+                           if line.startswith(prefix))[len(prefix):])
+
+
+def gradebook_scores(*students):
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        return [gb.find_submission(LAB, student).score for student in students]
+
+
 def test_the_pytest_path_hides_refuses_and_limits(layers, setting):
     tmp_path, other, listener = setting
     submissions = tmp_path / "inbox"
@@ -231,18 +248,9 @@ def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
     before = digest(watched)
     assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
     assert digest(watched) == before and planted() == []
-    graded = nbformat.read(course.course_dir() / "autograded" / "prober" / LAB / f"{LAB}.ipynb",
-                           as_version=4)
-    text = "\n".join(output.get("text", "") for cell in graded.cells if cell.cell_type == "code"
-                     for output in cell.outputs)
-    found = json.loads(next(line for line in text.splitlines()
-                            if line.startswith("PROBE "))[len("PROBE "):])
-    assert_nothing_found(found, "nbgrader", kind)
+    assert_nothing_found(autograded_report("prober", "PROBE "), "nbgrader", kind)
     assert listener.accepted == (kind == "landlock")
-    from nbgrader.api import Gradebook
-    grader = course.api()
-    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-        assert gb.find_submission(LAB, "prober").score == 100   # honest code, confined
+    assert gradebook_scores("prober") == [100]      # honest code, confined
     for pid in leftovers():                   # not promised on this path: do not leave them
         os.kill(int(pid), 9)
 
@@ -286,18 +294,9 @@ def test_a_kernel_cannot_rewrite_the_launch_file_of_the_next(setting, monkeypatc
         assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
     finally:
         sandbox.isolation.cache_clear()
-    graded = nbformat.read(course.course_dir() / "autograded" / "a_attacker" / LAB / f"{LAB}.ipynb",
-                           as_version=4)
-    text = "\n".join(output.get("text", "") for cell in graded.cells if cell.cell_type == "code"
-                     for output in cell.outputs)
-    report = json.loads(next(line for line in text.splitlines()
-                             if line.startswith("LAUNCH "))[len("LAUNCH "):])
+    report = autograded_report("a_attacker", "LAUNCH ")
     assert report == {"found": [], "rewritten": []}      # its worker's folder is hidden
-    from nbgrader.api import Gradebook
-    grader = course.api()
-    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-        assert gb.find_submission(LAB, "a_attacker").score == 100
-        assert gb.find_submission(LAB, "b_untouched").score == 0    # graded next, same worker
+    assert gradebook_scores("a_attacker", "b_untouched") == [100, 0]  # the next, same worker
 
 
 def test_without_isolation_grading_goes_on_and_says_so(setting, monkeypatch):
