@@ -303,9 +303,10 @@ def _run_worker(cells, keys, lab, seed, limits):
 
 def hidden_folders():
     """What student code must not see, on both paths: the answers, the course (gradebook, other
-    submissions) and the submissions folder being graded."""
-    from autograder.course import course_dir
-    folders = [REPO / "solutions", course_dir()]
+    submissions), nbgrader's exchange (every student's submissions, wherever it is) and the
+    submissions folder being graded."""
+    from autograder.course import course_dir, exchange_dir
+    folders = [REPO / "solutions", course_dir(), exchange_dir()]
     if os.environ.get("MINI_GRADE_SUBMISSIONS"):
         folders.append(Path(os.environ["MINI_GRADE_SUBMISSIONS"]))
     return [folder.resolve() for folder in folders       # never the code the worker imports

@@ -158,6 +158,10 @@ def setting(tmp_path, monkeypatch):
     (other / "answers.py").write_text("def backward_pass(): ...\n")
     (tmp_path / "course" / "submitted").mkdir(parents=True)
     (tmp_path / "course" / "gradebook-notes.txt").write_text("private\n")
+    exchange = tmp_path / "exchange" / "mini" / "inbound" / "classmate+lab2_graphs+2026-12-01"
+    exchange.mkdir(parents=True)                  # a shared server's exchange, outside the course
+    (exchange / f"{LAB}.ipynb").write_text("{}\n")
+    monkeypatch.setenv("MINI_EXCHANGE_DIR", str(tmp_path / "exchange"))
     listener = Listener()
     yield tmp_path, other, listener
     listener.close()
@@ -168,7 +172,8 @@ def setting(tmp_path, monkeypatch):
 def probe_targets(tmp_path, other, submissions):
     site_packages = Path(nbformat.__file__).resolve().parent.parent
     read = {"solutions": str(ROOT / "solutions"), "course": str(tmp_path / "course"),
-            "submissions": str(submissions), "other checkout": str(other)}
+            "submissions": str(submissions), "other checkout": str(other),
+            "exchange": str(next((tmp_path / "exchange" / "mini" / "inbound").iterdir()))}
     write = {"solutions": str(ROOT / "solutions"), "mini": str(ROOT / "mini"),
              "checks": str(ROOT / "autograder" / "checks"),
              "site-packages": str(site_packages), "submissions": str(submissions)}
@@ -192,7 +197,7 @@ def assert_nothing_found(found, path, layers):
     got = {name: value for name, value in found.items()
            if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
     assert got == {}, (got, found)
-    assert len(found) == 16, sorted(found)
+    assert len(found) == 17, sorted(found)
 
 
 def autograded_report(student, prefix):
