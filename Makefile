@@ -20,9 +20,9 @@ demo: setup
 	$(BIN)/python -m autograder demo
 
 # One BLAS thread per test process: two xdist workers share the two cores, taking a file at a
-# time, the slowest first (tests/conftest.py orders them).
+# time, the slowest first (tests/conftest.py orders them); the 15 slowest tests are listed.
 test: setup
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 clean:
 	rm -rf $(VENV) course
