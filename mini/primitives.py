@@ -7,11 +7,15 @@ arguments are numpy arrays and the VJP simply computes; in the static framework
 second ``mini.grad`` they are traced, which gives derivatives of derivatives.  No derivative is
 written twice.
 
-Adding a primitive is three lines, exactly as mini does it for its own::
+Adding a primitive is one line for the function and one per derivative, exactly as mini does it
+for its own.  mini has no sine or cosine, so the pair makes the example; each one's derivative is
+written with the other primitive, so derivatives of derivatives work too::
 
-    sin = mini.primitive(np.sin)
-    mini.defvjp(sin, lambda g, ans, x: g * mini.cos(x))     # reverse mode: J^T g
-    mini.defjvp(sin, lambda t, ans, x: t * mini.cos(x))     # forward mode: J t
+    sin, cos = mini.primitive(np.sin), mini.primitive(np.cos)
+    mini.defvjp(sin, lambda g, ans, x: g * cos(x))          # reverse mode: J^T g
+    mini.defjvp(sin, lambda t, ans, x: t * cos(x))          # forward mode: J t
+    mini.defvjp(cos, lambda g, ans, x: -g * sin(x))
+    mini.defjvp(cos, lambda t, ans, x: -t * sin(x))
 """
 import numpy as np
 
