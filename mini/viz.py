@@ -221,3 +221,209 @@ def plot_history(history, title=None, xlabel="epoch"):
     if title:
         figure.suptitle(title)
     return figure
+
+
+def queue_trace(order):
+    """The steps of L05 slide 15's queue procedure that produce ``order``, one per node.
+
+    At every step the unprocessed queue holds the nodes not yet placed; the ones with no incoming
+    edge from an unprocessed node are *ready*, and one of them leaves for the processed queue.
+    Returns ``[(leaving, ready, unprocessed)]``: the node that leaves, the ready nodes (``leaving``
+    among them) and the unprocessed ones, both in the order of the first step's queue (nodes
+    sorted by label).  Raises ValueError, naming the node, if ``order`` is no topological order of
+    the nodes it lists: a node twice, a node before its parent, a parent left out.
+    """
+    listed = list(order)
+    placed = {}
+    for position, node in enumerate(listed):
+        if node in placed:
+            raise ValueError(f"queue_trace: node {node.label} is listed twice (at {placed[node]} "
+                             f"and {position})")
+        placed[node] = position
+    for node in listed:
+        for parent in node.parents:
+            if parent not in placed:
+                raise ValueError(f"queue_trace: {parent.label}, a parent of {node.label}, is not "
+                                 "in the order")
+            if placed[parent] > placed[node]:
+                raise ValueError(f"queue_trace: {node.label} comes before its parent "
+                                 f"{parent.label}, so it was not ready when it left the queue")
+    unprocessed = sorted(listed, key=lambda node: _natural_key(node.label))
+    steps = []
+    for leaving in listed:
+        ready = [node for node in unprocessed if all(p not in unprocessed for p in node.parents)]
+        steps.append((leaving, ready, list(unprocessed)))
+        unprocessed.remove(leaving)
+    return steps
+
+
+def draw_queue_trace(order, title=None):
+    """Draw :func:`queue_trace`: one row per step, the unprocessed queue on the left and the
+    processed queue on the right.
+
+    In each row the node that leaves is orange, the other ready nodes green and the nodes still
+    waiting for an input white; the processed queue grows by one node per row.  Every node keeps
+    its place in the unprocessed queue, so the gaps show what has left.  Returns the Figure.
+    """
+    steps = queue_trace(order)
+    everyone = steps[0][2] if steps else []
+    slot = max((len(node.label) for node in everyone), default=1) * CHAR_WIDTH + 0.35
+    left = 0.9                                           # room for "step k"
+    middle = left + len(everyone) * slot + 0.6           # where the processed queue starts
+    legend = left + sum(0.65 + len(meaning) * CHAR_WIDTH for _, meaning in LEGEND)
+    width, row_height = max(middle + len(everyone) * slot + 0.2, legend), 0.36
+    top = 0.75 if title else 0.45
+    height = top + (len(steps) + 1) * row_height + 0.4     # and a legend at the bottom
+    figure = Figure(figsize=(width, height))
+    axes = figure.add_axes((0, 0, 1, 1))
+    axes.set_xlim(0, width)
+    axes.set_ylim(0, height)
+    axes.set_axis_off()
+    if title:
+        axes.text(width / 2, height - 0.2, title, ha="center", va="top", fontsize=FONT_SIZE + 2)
+    heading = height - top + 0.12
+    axes.text(left + len(everyone) * slot / 2, heading, "unprocessed queue", ha="center",
+              fontsize=FONT_SIZE)
+    axes.text(middle + len(everyone) * slot / 2, heading, "processed queue", ha="center",
+              fontsize=FONT_SIZE)
+
+    def box(x, y, node, colour, bold=False):
+        axes.text(x, y, node.label, ha="center", va="center", family="monospace",
+                  fontsize=FONT_SIZE, weight="bold" if bold else "normal",
+                  bbox=dict(boxstyle="round,pad=0.25", facecolor=colour,
+                            edgecolor="0.1" if bold else "0.5", linewidth=1.5 if bold else 0.8))
+
+    processed = []
+    for k, (leaving, ready, unprocessed) in enumerate(steps + [(None, [], [])]):
+        y = height - top - (k + 0.5) * row_height
+        axes.text(0.1, y, f"step {k + 1}" if leaving is not None else "done", va="center",
+                  fontsize=FONT_SIZE)
+        for i, node in enumerate(everyone):
+            if node in unprocessed:
+                colour = ("#f5a65b" if node is leaving else "#cdeac0" if node in ready
+                          else "white")
+                box(left + (i + 0.5) * slot, y, node, colour, bold=node is leaving)
+        for i, node in enumerate(processed):
+            box(middle + (i + 0.5) * slot, y, node, "#dbe9f6")
+        if leaving is not None:
+            axes.text(middle - 0.3, y, f"{leaving.label} \u2192", ha="center", va="center",
+                      family="monospace", fontsize=FONT_SIZE, color="#b35900")
+            processed.append(leaving)
+    x = left
+    for colour, meaning in LEGEND:
+        axes.text(x, 0.2, "  ", va="center", fontsize=FONT_SIZE,
+                  bbox=dict(boxstyle="round,pad=0.25", facecolor=colour, edgecolor="0.5"))
+        axes.text(x + 0.25, 0.2, meaning, va="center", family="monospace", fontsize=FONT_SIZE)
+        x += 0.65 + len(meaning) * CHAR_WIDTH
+    return figure
+
+
+LEGEND = (("#f5a65b", "leaves the queue now"), ("#cdeac0", "ready: all its inputs processed"),
+          ("white", "waits for an input"), ("#dbe9f6", "processed"))
+
+
+def _natural_key(label):
+    """``x2`` before ``x10``: each run of digits compares as a number."""
+    key, digits = [], ""
+    for character in str(label) + " ":
+        if character.isdigit():
+            digits += character
+            continue
+        if digits:
+            key.append((1, int(digits), ""))
+            digits = ""
+        key.append((0, 0, character))
+    return key
+
+
+def draw_backprop_chain(Zs, Ws, grads=None, title=None):
+    """Draw an L-layer network as a chain: the forward pass along the top, the backward pass
+    along the bottom (the picture of the DLSys lecture 3 notes, "Backpropagation in General").
+
+    Args:
+        Zs: the L + 1 activations ``[Z_1, ..., Z_L, Z_{L+1}]``: each layer's input (``Z_1 = X``)
+            and the logits, e.g. ``cache["Z"] + [logits]``; arrays or shapes.
+        Ws: the L weight matrices (arrays or shapes), ``W_i`` of shape ``(n_i, n_{i+1})``.
+        grads: optional L weight gradients; each then shows its shape and size (Frobenius norm).
+        title: optional figure title.
+
+    Forward, ``Z_{i+1} = sigma_i(Z_i W_i)`` and the logits go into the loss.  Backward, the
+    upstream gradient ``G_{i+1}`` (shaped like ``Z_{i+1}``) travels right to left; at layer i it
+    meets the cached ``Z_i`` and ``A_i`` and gives both ``grad W_i`` and ``G_i``.  Returns the
+    matplotlib Figure.
+    """
+    shapes = [tuple(np.shape(z)) if not _is_shape(z) else tuple(z) for z in Zs]
+    w_shapes = [tuple(np.shape(w)) if not _is_shape(w) else tuple(w) for w in Ws]
+    L = len(w_shapes)
+    if L == 0 or len(shapes) != L + 1:
+        raise ValueError(f"draw_backprop_chain: {L} weight matrices need {L + 1} activations "
+                         f"(the layer inputs and the logits), got {len(shapes)}")
+    for i, (z, w, out) in enumerate(zip(shapes, w_shapes, shapes[1:]), start=1):
+        if len(z) != 2 or len(w) != 2 or z[1] != w[0] or out != (z[0], w[1]):
+            raise ValueError(f"draw_backprop_chain: layer {i} maps Z_{i} of shape {z} with W_{i} "
+                             f"of shape {w} to Z_{i + 1} of shape {out}; expected Z_{i} (B, n), "
+                             f"W_{i} (n, m) and Z_{i + 1} (B, m)")
+    if grads is not None and len(grads) != L:
+        raise ValueError(f"draw_backprop_chain: expected {L} weight gradients, got {len(grads)}")
+
+    step = 1.9                                           # inches between activations
+    width, height = (L + 1) * step + 1.4, 4.0 + (0.35 if title else 0)
+    figure = Figure(figsize=(width, height))
+    axes = figure.add_axes((0, 0, 1, 1))
+    axes.set_xlim(0, width)
+    axes.set_ylim(0, height)
+    axes.set_axis_off()
+    if title:
+        axes.text(width / 2, height - 0.15, title, ha="center", va="top", fontsize=FONT_SIZE + 2)
+    x = [0.8 + i * step for i in range(L + 2)]           # Z_1 .. Z_{L+1}, then the loss
+    rows = {"W": 3.55, "forward": 2.65, "backward": 1.45, "grad": 0.4}
+    forward, backward = "#dbe9f6", "#f8d0c8"
+
+    def box(x_, y_, text, colour):
+        return axes.text(x_, y_, text, ha="center", va="center", fontsize=FONT_SIZE + 1, zorder=3,
+                         bbox=dict(boxstyle="round,pad=0.35", facecolor=colour, edgecolor="0.3"))
+
+    def arrow(start, end, patch_a, patch_b, colour, label=None, below=False, dashed=False):
+        axes.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=11,
+                                       color=colour, linestyle="--" if dashed else "-", zorder=4,
+                                       patchA=patch_a, patchB=patch_b, shrinkA=3, shrinkB=3))
+        if label:
+            middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + (-0.2 if below else 0.2))
+            axes.text(*middle, label, ha="center", va="center", fontsize=FONT_SIZE, color=colour)
+
+    z_boxes, g_boxes = [], []
+    for i, shape in enumerate(shapes, start=1):
+        name = "$Z_{1} = X$" if i == 1 else f"$Z_{{{i}}}$" + (" logits" if i == L + 1 else "")
+        z_boxes.append(box(x[i - 1], rows["forward"], f"{name}\n{shape}", forward))
+        g_boxes.append(box(x[i - 1], rows["backward"], f"$G_{{{i}}}$\n{shape}", backward))
+    loss = box(x[L + 1], (rows["forward"] + rows["backward"]) / 2, r"loss $\ell$", "#fdebd0")
+    centre = (x[L + 1], (rows["forward"] + rows["backward"]) / 2)
+    arrow((x[L], rows["forward"]), centre, z_boxes[L], loss, "0.3")
+    arrow(centre, (x[L], rows["backward"]), loss, g_boxes[L], "#b03a2e", r"$(S - I_y)/B$",
+          below=True)
+    for i in range(1, L + 1):
+        middle = (x[i - 1] + x[i]) / 2
+        activation = r"$\sigma_{%d}(Z_{%d} W_{%d})$" % (i, i, i) if i < L else r"$Z_{%d} W_{%d}$" % (i, i)
+        arrow((x[i - 1], rows["forward"]), (x[i], rows["forward"]), z_boxes[i - 1], z_boxes[i],
+              "0.3", activation, below=True)
+        w = box(middle, rows["W"], f"$W_{{{i}}}$ {w_shapes[i - 1]}", "#e8e8e8")
+        arrow((middle, rows["W"]), (middle, rows["forward"] + 0.05), w, None, "0.5")
+        arrow((x[i], rows["backward"]), (x[i - 1], rows["backward"]), g_boxes[i], g_boxes[i - 1],
+              "#b03a2e")
+        text = f"$\\nabla W_{{{i}}}$ {w_shapes[i - 1]}"
+        if grads is not None:
+            size = np.linalg.norm(np.asarray(grads[i - 1], dtype=float))
+            text += f"\n$\\|\\nabla W_{{{i}}}\\| = {size:.3g}$"
+        g = box(middle, rows["grad"], text, backward)
+        arrow((middle, rows["backward"] - 0.05), (middle, rows["grad"]), None, g, "#b03a2e")
+        arrow((x[i - 1], rows["forward"]), (middle, rows["backward"] + 0.05), z_boxes[i - 1],
+              None, "0.6", dashed=True)
+    axes.text(0.1, rows["forward"] + 0.5, "forward", fontsize=FONT_SIZE, color="0.3")
+    axes.text(0.1, rows["backward"] - 0.5, "backward", fontsize=FONT_SIZE, color="#b03a2e")
+    axes.text(x[0] + 0.15, (rows["forward"] + rows["backward"]) / 2, "cache", fontsize=FONT_SIZE,
+              color="0.5", ha="left")
+    return figure
+
+
+def _is_shape(value):
+    return isinstance(value, tuple) and all(isinstance(n, (int, np.integer)) for n in value)

@@ -3,6 +3,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import mini
@@ -120,3 +122,111 @@ def test_plot_history_rejects_empty_input():
         plot_history({})
     with pytest.raises(ValueError, match="'validation accuracy'"):
         plot_history({"train loss": [1.0], "validation accuracy": []})
+
+
+# ---------------------------------------------------------------------------------------------
+# The queue procedure's trace (L05 slide 15) and the backpropagation chain (DLSys lecture 3)
+# ---------------------------------------------------------------------------------------------
+
+def small_graph():
+    """y = 2a + b as plain Nodes: a, b inputs, t = 2a, y = t + b."""
+    a, b = Node(2.0, name="a"), Node(5.0, name="b")
+    t = Node(None, mini.multiply, (2.0, None), parents=[a], parent_argnums=[1], name="t")
+    y = Node(None, mini.add, (None, None), parents=[t, b], parent_argnums=[0, 1], name="y")
+    return a, b, t, y
+
+
+def boxed_extents(figure):
+    """The window extents of the texts drawn in a box (labels without one are left out)."""
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    return [t.get_bbox_patch().get_window_extent(renderer) for t in labelled_texts(figure)
+            if t.get_bbox_patch() is not None]
+
+
+def test_queue_trace_lists_the_ready_nodes_of_every_step():
+    from mini.viz import queue_trace
+    a, b, t, y = small_graph()
+    steps = queue_trace([a, t, b, y])
+    assert [leaving for leaving, _, _ in steps] == [a, t, b, y]
+    # worked by hand: t is ready once a is processed, y once t and b are
+    assert [ready for _, ready, _ in steps] == [[a, b], [b, t], [b], [y]]
+    assert [unprocessed for _, _, unprocessed in steps] == [[a, b, t, y], [b, t, y], [b, y], [y]]
+
+
+def random_order(seed, size):
+    rng = np.random.default_rng(seed)
+    nodes = [Node(1.0, name=f"n{i}") for i in range(int(rng.integers(1, 4)))]
+    for i in range(len(nodes), size):
+        parents = [nodes[int(j)] for j in rng.integers(0, len(nodes), size=int(rng.integers(1, 3)))]
+        nodes.append(Node(None, mini.add, (None,) * len(parents), parents=parents,
+                          parent_argnums=range(len(parents)), name=f"n{i}"))
+    return mini.toposort(nodes[-1])
+
+
+@given(seed=st.integers(0, 2 ** 16), size=st.integers(1, 40))
+@settings(max_examples=40, deadline=None)
+def test_queue_trace_of_any_topological_order_takes_one_ready_node_per_step(seed, size):
+    from mini.viz import queue_trace
+    order = random_order(seed, size)
+    steps = queue_trace(order)
+    processed = set()
+    for leaving, ready, unprocessed in steps:
+        assert set(unprocessed) == set(order) - processed
+        assert set(ready) == {n for n in unprocessed if set(n.parents) <= processed}
+        assert leaving in ready
+        processed.add(leaving)
+    assert processed == set(order)
+
+
+def test_queue_trace_names_the_node_of_a_wrong_order():
+    from mini.viz import queue_trace
+    a, b, t, y = small_graph()
+    with pytest.raises(ValueError, match="t comes before its parent a"):
+        queue_trace([t, a, b, y])
+    with pytest.raises(ValueError, match="node b is listed twice"):
+        queue_trace([a, b, b, t, y])
+    with pytest.raises(ValueError, match="b, a parent of y, is not in the order"):
+        queue_trace([a, t, y])
+
+
+def test_draw_queue_trace_draws_each_step_with_the_leaving_node_marked(tmp_path):
+    from mini.viz import draw_queue_trace
+    a, b, t, y = small_graph()
+    figure = draw_queue_trace([a, b, t, y], title="y = 2a + b")
+    figure.savefig(tmp_path / "trace.png")
+    assert (tmp_path / "trace.png").read_bytes().startswith(PNG_MAGIC)
+    boxes = [text for text in figure.axes[0].texts if text.get_bbox_patch() is not None
+             and text.get_text() in {"a", "b", "t", "y"}]
+    # unprocessed queue: 4 + 3 + 2 + 1 boxes; processed queue: 0 + 1 + 2 + 3 + 4 (the last row)
+    assert len(boxes) == 10 + 10
+    bold = [text.get_text() for text in boxes if text.get_weight() == "bold"]
+    assert bold == ["a", "b", "t", "y"]                  # one leaving node per step, in order
+    assert not any(p.overlaps(q) for p, q in itertools.combinations(boxed_extents(figure), 2))
+
+
+def test_draw_backprop_chain_shows_shapes_and_gradient_sizes():
+    from mini.viz import draw_backprop_chain
+    rng = np.random.default_rng(0)
+    sizes = [3, 5, 4, 2]
+    Ws = [rng.standard_normal((m, n)) for m, n in zip(sizes, sizes[1:])]
+    Zs = [np.zeros((6, n)) for n in sizes]
+    grads = [rng.standard_normal(W.shape) for W in Ws]
+    texts = [t.get_text() for t in labelled_texts(draw_backprop_chain(Zs, Ws, grads=grads))]
+    for i, n in enumerate(sizes, start=1):
+        assert sum(f"(6, {n})" in t and f"Z_{{{i}}}" in t for t in texts) == 1, texts
+        assert sum(f"(6, {n})" in t and f"G_{{{i}}}" in t for t in texts) == 1, texts
+    for i, g in enumerate(grads, start=1):
+        box, = [t for t in texts if f"nabla W_{{{i}}}$" in t]
+        assert f"= {np.linalg.norm(g):.3g}$" in box and str(Ws[i - 1].shape) in box, box
+    assert not any(p.overlaps(q) for p, q in
+                   itertools.combinations(boxed_extents(draw_backprop_chain(Zs, Ws)), 2))
+
+
+def test_draw_backprop_chain_rejects_shapes_that_do_not_chain():
+    from mini.viz import draw_backprop_chain
+    with pytest.raises(ValueError, match="2 weight matrices need 3 activations"):
+        draw_backprop_chain([(4, 3), (4, 5)], [(3, 5), (5, 2)])
+    with pytest.raises(ValueError, match=r"layer 2 maps Z_2 of shape \(4, 5\) with W_2 of shape \(6, 2\)"):
+        draw_backprop_chain([(4, 3), (4, 5), (4, 2)], [(3, 5), (6, 2)])
