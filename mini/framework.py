@@ -11,6 +11,12 @@ Nothing about derivatives is written here.  ``gradients(loss, variables)`` runs 
 with primitives, so on symbolic inputs it builds nodes instead of computing, and the result is a
 backward graph that the Session runs like any other (slide 26 draws exactly this).
 
+Phase two "executes an optimized version on the available devices" (slide 35): ``optimize`` prunes
+the graph to what the fetches need, folds operations on constants into constants and merges
+repeated operations (``Session(optimize=True)`` runs the result), and every Operation carries a
+``device``, one of mini's backends, on which the Session computes it (``with device("cpu"):`` or
+``place``).
+
     x = Placeholder((None,), "x")
     a, b = Variable(2.0, "a"), Variable(1.0, "b")
     y = a * x + b
@@ -22,6 +28,7 @@ import itertools
 
 import numpy as np
 
+from mini import backend
 from mini.autodiff import backward_pass
 from mini.graph import Node, reachable, toposort
 from mini.numpy_tracing import TracedArray
@@ -36,6 +43,8 @@ class Graph:
     def __init__(self):
         self.id = next(self._ids)
         self._counts = {}
+        self.size = 0                  # nodes built in this graph so far
+
 
     def unique_name(self, base):
         """``base``, ``base_1``, ``base_2``, ... so that messages can tell nodes apart."""
@@ -58,6 +67,7 @@ class Graph:
 
 
 _default_graph = Graph()
+_default_device = None
 
 
 def get_default_graph():
@@ -72,13 +82,19 @@ def reset_default_graph():
 
 
 class Tensor(Node, TracedArray):
-    """A node of a static graph.  Its value exists only inside a Session run."""
+    """A node of a static graph.  Its value exists only inside a Session run.
 
-    __slots__ = ("graph",)
+    ``device`` names the backend (``mini.backend``: "numpy", "cpu", "cuda") an Operation is
+    computed on, ``None`` for whatever backend is in use when the Session runs it.
+    """
+
+    __slots__ = ("graph", "device")
 
     def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
                  name=None, graph=None):
         self.graph = graph or _default_graph
+        self.device = _default_device
+        self.graph.size += 1
         super().__init__(value, fun, args, kwargs, parents, parent_argnums,
                          self.graph.unique_name(name or type(self).__name__))
 
@@ -177,12 +193,18 @@ class Operation(Tensor):
 
 
 class Session:
-    """Runs nodes of one graph (slides 45-48)."""
+    """Runs nodes of one graph (slides 45-48), each Operation on its device (slide 35).
 
-    def __init__(self, graph=None):
+    With ``optimize=True`` it runs what :func:`optimize` makes of the fetches instead: the same
+    values from fewer nodes.
+    """
+
+    def __init__(self, graph=None, optimize=False):
         self.graph = graph or _default_graph
-        self._orders = {}    # fetched nodes -> the order to compute them in (a graph never changes
-        #                      below a node once built, so the sort is done once per set of fetches)
+        self.optimize = optimize
+        self._plans = {}     # fetched nodes -> (nodes to compute, in order; what stands for each
+        #                      fetch): a graph never changes below a node once built, so the plan
+        #                      is made once per set of fetches
 
     def run(self, fetches, feed_dict=None):
         """Compute ``fetches`` (a node, a list/tuple of nodes or a dict of them).
@@ -199,10 +221,12 @@ class Session:
         feeds = self._checked_feeds(feed_dict or {})
 
         key = tuple(map(id, nodes))
-        if key not in self._orders:
-            self._orders[key] = _toposort_all(nodes)
+        if key not in self._plans:
+            targets = optimize(nodes) if self.optimize else nodes
+            self._plans[key] = _toposort_all(targets), targets
+        order, targets = self._plans[key]
         values = {}
-        for node in self._orders[key]:
+        for node in order:
             if isinstance(node, Placeholder):
                 if node not in feeds:
                     raise ValueError(f"Placeholder '{node.name}' was not fed: pass its value in "
@@ -214,8 +238,9 @@ class Session:
                 args = list(node.args)
                 for argnum, parent in zip(node.parent_argnums, node.parents):
                     args[argnum] = values[parent]
-                values[node] = node.forward(*args)
-        return _unflatten(fetches, [values[node] for node in nodes])
+                with on_device(node.device):
+                    values[node] = node.forward(*args)
+        return _unflatten(fetches, [values[node] for node in targets])
 
     def _checked_feeds(self, feed_dict):
         feeds = {}
@@ -263,7 +288,133 @@ class GradientDescentOptimizer:
                 variable.assign(variable.value - lr * grad)
 
         update = Primitive(step, name="GradientDescent")
+        update.stateful = True              # optimize must neither fold nor merge it
         return Tensor.apply(update, tuple(grads), {})
+
+
+# ---------------------------------------------------------------------------------------------
+# Devices (slide 35: phase two runs on the available devices)
+# ---------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def device(name):
+    """Operations built inside the ``with`` block are computed on backend ``name`` (like
+    ``tf.device``); ``device(None)`` lets them follow the backend in use."""
+    global _default_device
+    _check_device(name)
+    previous, _default_device = _default_device, name
+    try:
+        yield name
+    finally:
+        _default_device = previous
+
+
+def place(fetches, devices, default=None):
+    """Give every Operation the fetches need a device: ``devices[primitive name]`` if listed, else
+    ``default``.  Returns ``{device: number of operations placed there}``."""
+    for name in set(devices.values()) | {default}:
+        _check_device(name)
+    counts = {}
+    for node in _toposort_all(_flatten(fetches)):
+        if node.fun is not None:
+            node.device = devices.get(node.fun.__name__, default)
+            counts[node.device] = counts.get(node.device, 0) + 1
+    return counts
+
+
+@contextlib.contextmanager
+def on_device(name):
+    """Run the block on backend ``name`` (``None``: on the backend in use)."""
+    if name is None or name == backend.get_backend():
+        yield
+    else:
+        with backend.use_backend(name):
+            yield
+
+
+def _check_device(name):
+    if name is not None and name not in backend._FACTORIES:     # the backends mini can load
+        raise ValueError(f"unknown device {name!r}: a device is one of mini's backends, "
+                         f"{', '.join(sorted(backend._FACTORIES))}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph optimisation (slide 35: phase two executes an optimized version)
+# ---------------------------------------------------------------------------------------------
+
+def optimize(fetches):
+    """Nodes computing the same values as ``fetches``, from fewer nodes: the graph pruned to what
+    the fetches need, constants folded, common subexpressions merged.  Placeholders and
+    Variables stay the same nodes, so feeds and training work unchanged."""
+    return eliminate_common_subexpressions(fold_constants(_flatten(fetches)))
+
+
+def fold_constants(fetches):
+    """Replace every Operation whose inputs are all Constants by a Constant holding its value,
+    computed once now instead of in every run; returns what stands for each fetch."""
+    new = {}
+    for node in _toposort_all(fetches):
+        parents = [new[parent] for parent in node.parents]
+        if _pure(node) and all(isinstance(parent, Constant) for parent in parents):
+            args = list(node.args)
+            for argnum, parent in zip(node.parent_argnums, parents):
+                args[argnum] = parent.value
+            with node.graph.as_default(), on_device(node.device):
+                new[node] = Constant(node.forward(*args), f"{node.name}_folded")
+        else:
+            new[node] = rebuilt(node, parents)
+    return [new[fetch] for fetch in fetches]
+
+
+def eliminate_common_subexpressions(fetches):
+    """Merge Operations that apply the same primitive, with the same keyword arguments, to the
+    same inputs: the first one stands for all; returns what stands for each fetch."""
+    new, first = {}, {}
+    for node in _toposort_all(fetches):
+        candidate = rebuilt(node, [new[parent] for parent in node.parents])
+        new[node] = first.setdefault(signature(candidate), candidate) if _pure(node) else candidate
+    return [new[fetch] for fetch in fetches]
+
+
+def signature(node):
+    """What an Operation computes, as a hashable key: primitive, arguments (input nodes by
+    identity, numbers by value), keyword arguments and device.  Equal keys, equal values."""
+    inputs = dict(zip(node.parent_argnums, node.parents))
+    args = tuple(("node", id(inputs[i])) if i in inputs else ("value", _value_key(arg))
+                 for i, arg in enumerate(node.args))
+    kwargs = tuple(sorted((key, _value_key(value)) for key, value in node.kwargs.items()))
+    return node.fun, args, kwargs, node.device
+
+
+def rebuilt(node, parents):
+    """``node`` itself if ``parents`` are its parents, else a copy of it reading ``parents``."""
+    if all(new is old for new, old in zip(parents, node.parents)):
+        return node
+    args = list(node.args)
+    for argnum, parent in zip(node.parent_argnums, parents):
+        args[argnum] = parent
+    copy = Operation(None, node.fun, tuple(args), node.kwargs, parents, node.parent_argnums,
+                     name=node.name, graph=node.graph)
+    copy.device = node.device
+    return copy
+
+
+def _pure(node):
+    return node.fun is not None and not getattr(node.fun, "stateful", False)
+
+
+def _value_key(value):
+    """A hashable stand-in for a number, array, index or tuple written into an operation."""
+    if isinstance(value, (tuple, list)):
+        return type(value).__name__, tuple(map(_value_key, value))
+    if isinstance(value, slice):
+        return "slice", _value_key(value.start), _value_key(value.stop), _value_key(value.step)
+    if value is None or value is Ellipsis:
+        return repr(value)
+    array = np.asarray(value)
+    if array.dtype == object:
+        return "object", id(value)
+    return array.dtype.str, array.shape, array.tobytes()
 
 
 def _flatten(fetches):

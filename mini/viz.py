@@ -53,20 +53,24 @@ def layers(end_node):
     return layer
 
 
-def draw_graph(end_node, grads=None, title=None):
+def draw_graph(end_node, grads=None, title=None, backward=()):
     """Draw the graph ``end_node`` depends on, inputs on the left, ``end_node`` on the right.
 
     Args:
-        end_node: a :class:`mini.graph.Node` (an eager ``Box``, a framework node or a plain Node).
+        end_node: a :class:`mini.graph.Node` (an eager ``Box``, a framework node or a plain Node),
+            or a list of them: the graph they depend on together.
         grads: optional ``{node: gradient}``, e.g. what ``mini.backward_pass`` returns; each box
             then shows its node's gradient as ``grad``.
         title: optional figure title.
+        backward: nodes to colour as the backward graph (see :func:`draw_backward_graph`).
 
     Each box holds the node's label (its name, else its primitive), its value (arrays as shape and
     the first few entries) and its gradient.  An arrow that skips layers bends through reserved
     slots of the layers between, so no arrow crosses a box.  Returns the matplotlib Figure.
     """
-    layer = layers(end_node)
+    layer = {}
+    for end in end_node if isinstance(end_node, (list, tuple)) else [end_node]:
+        layer.update((node, depth) for node, depth in layers(end).items() if node not in layer)
     texts = {node: node_text(node, grads) for node in layer}
     columns, route = _layout(layer)
 
@@ -93,7 +97,7 @@ def draw_graph(end_node, grads=None, title=None):
     for node in layer:
         boxes[node] = axes.text(*position[node], texts[node], ha="center", va="center",
                                 family="monospace", fontsize=FONT_SIZE, zorder=3,
-                                bbox=dict(boxstyle="round,pad=0.4", facecolor=_colour(node),
+                                bbox=dict(boxstyle="round,pad=0.4", facecolor=_colour(node, backward),
                                           edgecolor="0.3"))
     for (parent, node), waypoints in route.items():
         points = [position[parent]] + [position[w] for w in waypoints]
@@ -105,6 +109,51 @@ def draw_graph(end_node, grads=None, title=None):
             zorder=4, shrinkA=0 if waypoints else 2, shrinkB=2,
             patchA=None if waypoints else boxes[parent], patchB=boxes[node]))
     return figure
+
+
+SHAPE_ONLY = ("sum_to_like", "broadcast_to_like", "broadcast_like")   # identities at equal shapes
+
+
+def draw_backward_graph(end_node, gradients, values=None, title=None):
+    """The forward graph and the backward graph built from it, side by side (L05 slide 26).
+
+    Args:
+        end_node: the forward graph's output (a framework node).
+        gradients: the nodes ``gradients(end_node, ...)`` returned.
+        values: optional ``{node: value}`` of one run; boxes then show values, and a node that only
+            fixes shapes (``sum_to_like`` and its kin) is left out where its input already has the
+            output's shape, as the slide leaves out identities.
+        title: optional figure title.
+
+    Backward nodes are coloured; numbers written into an operation (the 1.5 of ``1.5 * x1``) are
+    shown in its box.  Returns the matplotlib Figure.
+    """
+    forward, stand_in = set(toposort(end_node)), {}
+    for node in toposort_all([end_node, *gradients]):
+        name = getattr(node.fun, "__name__", None)
+        if values is not None and name in SHAPE_ONLY and node in values and \
+                np.shape(values[node]) == np.shape(values.get(node.parents[0])):
+            stand_in[node] = stand_in[node.parents[0]]
+            continue
+        numbers = [f"{arg:g}" for i, arg in enumerate(node.args) if i not in node.parent_argnums
+                   and isinstance(arg, (int, float, np.number))]
+        label = node.label + (f" [{', '.join(numbers)}]" if numbers else "")
+        stand_in[node] = Node((values or {}).get(node), node.fun, node.args, node.kwargs,
+                              [stand_in[parent] for parent in node.parents], node.parent_argnums,
+                              label)
+    return draw_graph([stand_in[end_node]] + [stand_in[g] for g in gradients], title=title,
+                      backward={stand_in[n] for n in stand_in if n not in forward})
+
+
+def toposort_all(end_nodes):
+    """One topological order of everything ``end_nodes`` depend on, each node once."""
+    seen, order = set(), []
+    for end in end_nodes:
+        for node in toposort(end):
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+    return order
 
 
 def node_text(node, grads=None):
@@ -175,7 +224,9 @@ def _layout(layer):
     return columns, route
 
 
-def _colour(node):
+def _colour(node, backward=()):
+    if node in backward:
+        return "#d5f0d5"                                 # the backward graph (slide 26)
     if node.fun is None:
         return "#dbe9f6"                                 # inputs: variables, parameters, data
     return "#fdebd0"                                     # operations

@@ -278,3 +278,129 @@ def test_minimize_without_a_variable_is_named(graph):
 def test_fetching_something_that_is_not_a_node_is_named(graph):
     with pytest.raises(TypeError, match=r"cannot fetch 3\.0: fetches must be graph nodes"):
         fw.Session().run([fw.Variable(1.0, "w"), 3.0])
+
+
+# --- phase two: the optimised graph and devices (slide 35) ---------------------------------------
+
+def _plan(fetches):
+    return fw._toposort_all(fw.optimize(fetches))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(programs(), st.integers(0, 2**32 - 1))
+def test_optimize_keeps_every_value_and_leaves_nothing_to_fold_or_merge(program, kinds):
+    shapes, steps, seed = program
+    rng = np.random.default_rng(seed)
+    values = [rng.standard_normal(shape) for shape in shapes]
+    with fw.Graph().as_default() as graph:
+        inputs = [fw.Constant(v, f"c{k}") if kinds >> k & 1 else fw.Variable(v, f"x{k}")
+                  for k, v in enumerate(values)]
+        W = fw.Constant(rng.standard_normal((N, N)), "W")
+        loss = run_program(steps, inputs, W)
+        again = run_program(steps, inputs, W)            # the same program built twice: all repeats
+        variables = [node for node in inputs if isinstance(node, fw.Variable)]
+        fetches = [loss, again] + fw.gradients(loss + again, variables)
+    plain = fw.Session(graph).run(fetches)
+    optimised = fw.Session(graph, optimize=True).run(fetches)
+    for got, want in zip(optimised, plain):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=str(steps))
+
+    plan = _plan(fetches)
+    operations = [node for node in plan if node.fun is not None]
+    assert not any(all(isinstance(p, fw.Constant) for p in node.parents) for node in operations)
+    assert len({fw.signature(node) for node in operations}) == len(operations)
+    assert len(plan) < len(fw._toposort_all(fetches))
+    assert {n for n in plan if n.fun is None and not isinstance(n, fw.Constant)} <= set(inputs)
+
+
+def test_folding_turns_constant_arithmetic_into_one_constant(graph):
+    scale = mini.exp(fw.Constant(2.0, "c")) * 3.0
+    x = fw.Placeholder((None,), "x")
+    (y,) = fw.fold_constants([scale * x])
+    assert [type(p) for p in y.parents] == [fw.Constant, fw.Placeholder]
+    assert y.parents[0].value == pytest.approx(3 * np.exp(2.0), rel=1e-15)
+    assert fw.Session().run(y, {x: np.ones(2)}) == pytest.approx([3 * np.exp(2.0)] * 2)
+
+
+def test_merging_keeps_one_of_each_repeat_but_not_different_numbers_or_axes(graph):
+    x = fw.Placeholder((2, 3), "x")
+    a, b = mini.tanh(x) * 2.0, mini.tanh(x) * 2.0
+    c, d = mini.tanh(x) * 3.0, mini.sum(mini.tanh(x), axis=0) + mini.sum(mini.tanh(x), axis=1)[0]
+    ends = fw.eliminate_common_subexpressions([a, b, c, d])
+    assert ends[0] is ends[1] and ends[2] is not ends[0]
+    tanhs = [n for n in fw._toposort_all(ends) if getattr(n.fun, "__name__", "") == "tanh"]
+    assert len(tanhs) == 1
+    feed = {x: np.arange(6.0).reshape(2, 3)}
+    for got, want in zip(fw.Session().run(ends, feed), fw.Session().run([a, b, c, d], feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_two_update_nodes_stay_two_and_the_optimised_session_trains_alike():
+    runs = []
+    for optimised in (False, True):
+        with fw.Graph().as_default() as g:
+            x, w = fw.Placeholder((None,), "x"), fw.Variable(1.0, "w")
+            loss = mini.mean((w * x - 1.0) * (w * x - 1.0))
+            steps = [fw.GradientDescentOptimizer(0.1).minimize(loss) for _ in range(2)]
+        session = fw.Session(g, optimize=optimised)
+        for _ in range(3):
+            session.run(steps, {x: np.array([1.0, 2.0])})
+        runs.append(w.value)
+        assert sum(n.fun.__name__ == "GradientDescent" for n in _plan(steps) if n.fun) == 2
+    assert runs[0] == runs[1] != 1.0
+
+
+class _Recording(mini.backend.NumpyBackend):
+    """A backend that writes down every operation it is asked for."""
+
+    calls = []
+
+    def __init__(self):
+        for op in ("matmul", "add", "multiply", "exp", "tanh", "sum"):
+            setattr(self, op, self._recorded(op, getattr(np, op)))
+
+    def _recorded(self, op, fun):
+        def call(*args, **kwargs):
+            self.calls.append((self.name, op))
+            return fun(*args, **kwargs)
+        return call
+
+
+@pytest.fixture
+def recording_devices(monkeypatch):
+    """Two backends, "left" and "right", that record which operations ran on them."""
+    _Recording.calls = []
+    for name in ("left", "right"):
+        kind = type(name, (_Recording,), {"name": name})
+        monkeypatch.setitem(mini.backend._FACTORIES, name, f"{__name__}:{kind.__name__}")
+        monkeypatch.setitem(globals(), kind.__name__, kind)
+    return _Recording.calls
+
+
+def test_each_operation_runs_on_the_backend_of_its_device(graph, recording_devices):
+    x, W = fw.Placeholder((None, 2), "x"), fw.Variable(np.eye(2), "W")
+    with fw.device("left"):
+        h = x @ W
+    with fw.device("right"):
+        y = mini.tanh(h) + 1.0
+    value = fw.Session().run(y, {x: np.ones((3, 2))})
+    np.testing.assert_allclose(value, np.tanh(np.ones((3, 2))) + 1.0)
+    assert recording_devices == [("left", "matmul"), ("right", "tanh"), ("right", "add")]
+    assert mini.get_backend() == "numpy"
+
+
+def test_place_sets_devices_by_primitive_and_counts_them(graph, recording_devices):
+    x, W = fw.Placeholder((None, 2), "x"), fw.Variable(np.eye(2), "W")
+    loss = mini.sum(mini.tanh(x @ W))
+    (grad_W,) = fw.gradients(loss, [W])
+    counts = fw.place([loss, grad_W], {"matmul": "left"}, "right")
+    operations = [n for n in fw._toposort_all([loss, grad_W]) if n.fun is not None]
+    assert counts == {"left": 1, "right": len(operations) - 1}
+    fw.Session().run([loss, grad_W], {x: np.ones((3, 2))})
+    assert recording_devices[0] == ("left", "matmul")
+    assert [device for device, _ in recording_devices[1:]] == ["right"] * 4
+    with pytest.raises(ValueError, match="'gpu0'"):
+        fw.place(loss, {"matmul": "gpu0"})
+    with pytest.raises(ValueError, match="'tpu'.*cuda"):
+        with fw.device("tpu"):
+            pass

@@ -11,7 +11,7 @@ import mini
 from mini import framework as fw
 from mini.autodiff import Box
 from mini.graph import Node
-from mini.viz import draw_graph, layers, plot_history
+from mini.viz import draw_backward_graph, draw_graph, layers, plot_history, toposort_all
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -100,6 +100,28 @@ def test_framework_graph_and_plain_nodes_draw():
 
     single = Node(np.float64(1.5), name="alone")
     assert [t.get_text() for t in labelled_texts(draw_graph(single))] == ["alone\n= 1.5"]
+
+
+def test_backward_graph_beside_the_forward_one_coloured_without_identities():
+    """Slide 26: f's graph and the graph of its gradient, identities left out, numbers shown."""
+    with fw.Graph().as_default():
+        x1, x2 = fw.Placeholder((), "x1"), fw.Placeholder((), "x2")
+        f = x1 + mini.exp(1.5 * x1 + 2.0 * x2)
+        grads = fw.gradients(f, [x1, x2])
+    nodes = toposort_all([f, *grads])
+    values = dict(zip(nodes, fw.Session(f.graph).run(nodes, {x1: 3.0, x2: 0.5})))
+    figure = draw_backward_graph(f, grads, values)
+    texts = {t.get_text().split("\n")[0]: t for t in labelled_texts(figure)}
+    backward = [n for n in nodes if n not in set(mini.toposort(f))]
+    shape_only = [n for n in backward if n.fun.__name__ == "sum_to_like"]
+    assert shape_only and len(texts) == len(nodes) - len(shape_only)
+    assert not any("sum_to_like" in label for label in texts)
+    assert "multiply [1.5]" in texts and "x1" in texts
+    green = [label for label, t in texts.items() if t.get_bbox_patch().get_facecolor()[:3]
+             == pytest.approx((0xd5 / 255, 0xf0 / 255, 0xd5 / 255))]
+    assert len(green) == len(backward) - len(shape_only)
+    e = np.exp(5.5)
+    assert any(f"= {1 + 1.5 * e:.6g}" in t.get_text() for t in texts.values())
 
 
 def test_plot_history_puts_losses_and_accuracies_on_separate_axes(tmp_path):
