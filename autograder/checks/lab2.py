@@ -1,4 +1,5 @@
-"""Hidden checks of lab 2 (computation graphs: wiring nodes, topological order, evaluation, quiz).
+"""Hidden checks of lab 2 (computation graphs: wiring nodes, adjoints by hand, topological order,
+evaluation, quiz).
 
 Graphs are drawn at grading time from the seed as a plain *spec* (names, primitives, constants,
 parent names), and each half of a check builds its own :class:`mini.graph.Node` objects from it, so
@@ -24,10 +25,13 @@ import mini
 from mini import graph as _graph
 from autograder.checks import Case
 
-# Switched off in the grading worker while lab 2 is graded (autograder.guard).  The references
-# below are taken at import, before that happens; they run only on the expected side, in the
-# grader's process.
-REFERENCE = ("mini.graph.toposort", "mini.toposort", "mini.graph.evaluate", "mini.evaluate")
+# Switched off in the grading worker while lab 2 is graded (autograder.guard): the lab asks for the
+# order, the evaluation and the running example's adjoints, so mini's sort, evaluation and reverse
+# pass are not available to the submission.  The references below are taken at import, before
+# that happens; they run only on the expected side, in the grader's process.
+REFERENCE = ("mini.graph.toposort", "mini.toposort", "mini.graph.evaluate", "mini.evaluate",
+             "mini.backward_pass", "mini.grad", "mini.value_and_grad", "mini.make_vjp",
+             "mini.jacobian")
 
 _reference_toposort = _graph.toposort
 _reference_evaluate = _graph.evaluate
@@ -408,20 +412,23 @@ def check_evaluate_recomputes(rng):
 
 
 # ---------------------------------------------------------------------------------------------
-# The running example, f = x1 + exp(1.5 x1 + 2.0 x2) (L05 slides 13-19)
+# The running example, f = x1 + exp(w1 x1 + w2 x2) with the parameters as nodes (L05 slides 13-19)
 # ---------------------------------------------------------------------------------------------
 
+EXAMPLE_INPUTS = ("x1", "x2", "w1", "w2")
 RUNNING_EXAMPLE = [  # name, primitive, args with None where a parent goes, parents
-    ("x3", "multiply", (1.5, None), ("x1",)),
-    ("x4", "multiply", (2.0, None), ("x2",)),
+    ("x3", "multiply", (None, None), ("w1", "x1")),
+    ("x4", "multiply", (None, None), ("w2", "x2")),
     ("x5", "add", (None, None), ("x3", "x4")),
     ("x6", "exp", (None,), ("x5",)),
     ("x7", "add", (None, None), ("x1", "x6")),
 ]
+EXAMPLE_KEYS = EXAMPLE_INPUTS + tuple(name for name, *_ in RUNNING_EXAMPLE)
 
 
-def running_example(x1, x2):
-    nodes = {"x1": _graph.Node(x1, name="x1"), "x2": _graph.Node(x2, name="x2")}
+def running_example(*values):
+    """{key: Node} of the running example at ``values`` = (x1, x2, w1, w2)."""
+    nodes = {key: _graph.Node(value, name=key) for key, value in zip(EXAMPLE_INPUTS, values)}
     for name, fun, args, parents in RUNNING_EXAMPLE:
         nodes[name] = _graph.Node(None, getattr(mini, fun), args, parents=[nodes[p] for p in parents],
                                   parent_argnums=[i for i, a in enumerate(args) if a is None],
@@ -442,16 +449,16 @@ def describe_example(nodes, evaluate):
     if not isinstance(nodes, dict):
         raise TypeError(f"build_running_example should return a dict {{'x1': Node, ..., "
                         f"'x7': Node}}, got {type(nodes).__name__}")
-    missing = [f"x{i}" for i in range(1, 8) if not isinstance(nodes.get(f"x{i}"), _graph.Node)]
+    missing = [key for key in EXAMPLE_KEYS if not isinstance(nodes.get(key), _graph.Node)]
     if missing:
         raise TypeError(f"build_running_example's dict has no Node for {', '.join(missing)} "
                         f"(its keys: {sorted(map(str, nodes))})")
     evaluate(nodes["x7"])
     names = {id(node): key for key, node in nodes.items()}
     described = {}
-    for i in range(1, 8):
-        node = nodes[f"x{i}"]
-        described[f"x{i}"] = {
+    for key in EXAMPLE_KEYS:
+        node = nodes[key]
+        described[key] = {
             "name": str(node.name),
             "fun": _primitive_name(node.fun),
             "reads": ", ".join(sorted(names.get(id(p), f"a node outside the dict ({p.name})")
@@ -461,25 +468,58 @@ def describe_example(nodes, evaluate):
     return described
 
 
-def _running_example_case(x1, x2):
-    return Case(what=f"build_running_example({x1:.3g}, {x2:.3g}), then evaluated (by a correct "
+def _example_point(rng):
+    """(x1, x2, w1, w2) with w1 x1 + w2 x2 small enough for exp to stay moderate."""
+    return (float(rng.uniform(-2, 3)), float(rng.uniform(-1, 1)), float(rng.uniform(-1.5, 1.5)),
+            float(rng.uniform(-2, 2)))
+
+
+def _listed(point):
+    return ", ".join(f"{value:.3g}" for value in point)
+
+
+def _running_example_case(point):
+    return Case(what=f"build_running_example({_listed(point)}), then evaluated (by a correct "
                      "evaluate)",
-                call=lambda student: describe_example(student.build_running_example(x1, x2),
+                call=lambda student: describe_example(student.build_running_example(*point),
                                                       _standin_evaluate),
-                expected=lambda: describe_example(running_example(x1, x2), _reference_evaluate),
+                expected=lambda: describe_example(running_example(*point), _reference_evaluate),
                 rtol=1e-9, atol=1e-12,
-                hint="x3 = 1.5 * x1, x4 = 2.0 * x2, x5 = x3 + x4, x6 = exp(x5), x7 = x1 + x6, each a "
-                     "Node named after its key whose fun is mini.multiply, mini.add or mini.exp; "
-                     "put None in args where a parent's value goes and list those positions in "
-                     "parent_argnums; x1 and x2 are inputs holding the given values")
+                hint="nine nodes: the inputs x1, x2, w1, w2 hold the given values (the weights "
+                     "are nodes too, slide 17); x3 ... x7 are the operations of section 2's table, "
+                     "each a Node named after its key whose fun is mini.multiply, mini.add or "
+                     "mini.exp; put None in args where a parent's value goes and list those "
+                     "positions in parent_argnums")
 
 
 def check_running_example(rng):
-    return _running_example_case(float(rng.uniform(-2, 3)), float(rng.uniform(-1, 1)))
+    return _running_example_case(_example_point(rng))
 
 
 def check_running_example_again(rng):
-    return _running_example_case(float(rng.uniform(-3, 2)), float(rng.uniform(-1.5, 1.5)))
+    return _running_example_case(_example_point(rng))
+
+
+def check_running_example_adjoints(rng):
+    point = _example_point(rng)
+
+    def call(student):
+        nodes = running_example(*point)
+        _standin_evaluate(nodes["x7"])
+        return student.running_example_adjoints(nodes)
+
+    def expected():
+        nodes = running_example(*point)
+        _reference_evaluate(nodes["x7"])
+        adjoints = _reference_backward_pass(1.0, nodes["x7"])
+        return {key: adjoints[node] for key, node in nodes.items()}
+    return Case(what=f"running_example_adjoints on the running example evaluated at x1, x2, w1, "
+                     f"w2 = {_listed(point)}, compared with mini.backward_pass",
+                call=call, expected=expected, rtol=1e-9, atol=1e-12,
+                hint="start from x7's adjoint, 1, and go backward: a node's adjoint is the sum, "
+                     "over the nodes that read it, of the reader's adjoint times the local "
+                     "derivative, which uses the values in the nodes (for a product, the other "
+                     "factor); x1 is read by x3 and by x7")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -543,6 +583,7 @@ def check_quiz_values(rng):
 
 CHECKS = {
     "build_running_example": [check_running_example, check_running_example_again],
+    "running_example_adjoints": [check_running_example_adjoints],
     "toposort": [check_toposort_random_dag, check_toposort_one_path, check_toposort_long_chain,
                  check_toposort_cycle],
     "evaluate": [check_evaluate_random_dag, check_evaluate_recomputes],
