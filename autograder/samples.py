@@ -21,8 +21,8 @@ BUGS = {
     "lab1_learning": ("softmax_loss_grad", "-= 1.0", "+= 1.0"),                # sign of I_y
     "lab2_graphs": ("toposort", "if waiting[reader] == 0:",                      # a node queued
                     "if waiting[reader] < len(reader.parents):"),               # too early
-    "lab3_autodiff": ("backward_pass", "reversed(mini.toposort(end_node))",      # forward order
-                      "mini.toposort(end_node)"),
+    "lab3_autodiff": ("backward_pass", "reversed(toposort(end_node))",           # forward order
+                      "toposort(end_node)"),
     "lab4_framework": ("session_run", "toposort", "reachable"),                 # no order at all
     "lab5_kernels": ("matmul_tiled", "b_row = t * TILE + ty",                  # B's tile read
                      "b_row = t * TILE + tx"),                                  # transposed

@@ -43,7 +43,7 @@ def inside(fill_in, code):
     return nb
 
 
-def with_cell(code, after="unary_vjps"):
+def with_cell(code, after="elementwise_vjps"):
     """The solution with a new code cell after the given fill-in."""
     nb = solution()
     position = nb.cells.index(cell(nb, after)) + 1
@@ -189,10 +189,8 @@ CASES = {
     "retypes_a_test_cell": (lambda: tampered(_retype_test), None),
     "changes_points": (lambda: tampered(_change_points), None),
     "changes_the_kernelspec": (lambda: tampered(_change_kernelspec), None),
-    # the patched np.allclose also breaks the notebook's own check_vjps helper, which the visible
-    # tests of the four VJP cells use: those cells fail on both paths
-    "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, (
-        "backward_pass", "unary_vjps", "multiply_vjps", "matmul_vjps", "sum_vjp")),
+    # the patched np.allclose passes the visible tests, but the verdicts are decided outside
+    "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, "backward_pass"),
     "calls_the_reference_solution": (reference_backward_pass, "backward_pass"),
     "reads_and_writes_course_files": (reads_and_writes_course_files, None),
     "writes_into_the_grader": (writes_into_the_grader, None),

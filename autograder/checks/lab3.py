@@ -1,17 +1,22 @@
-"""Hidden checks of lab3_autodiff: VJPs of primitives, add_outgrads, backward_pass, make_vjp, grad
-and numerical_grad.
+"""Hidden checks of lab3_autodiff: the tracer, add_outgrads, the student's VJP table (unbroadcast,
+elementwise, shape-moving and log_softmax VJPs), backward_pass, make_vjp, grad, numerical_grad and
+forward mode.
 
-Expected values come from mini's reference (its VJP table, ``backward_pass``, ``make_vjp``,
-``grad``) or from the central-difference formula itself; no expected number is written here.  A
-check of one fill-in runs with mini's versions of the fill-ins it builds on standing in for the
-student's (``student.using``), so one early mistake costs only its own points:
+Expected values come from mini's reference (its VJP and JVP tables, ``backward_pass``,
+``make_vjp``, ``grad``, ``jacobian``, ``make_jvp``) or from the central-difference formula itself;
+no expected number is written here.  A check of one fill-in runs with mini's versions of the
+fill-ins it builds on standing in for the student's (``student.using``), so one early mistake costs
+only its own points:
 
-* the VJP checks call the student's VJP functions directly on random inputs and compare them with
-  mini's table (the broadcasting checks first sum the result back to the argument's shape, exactly
-  as ``mini.defvjp(..., broadcasting=True)`` does);
-* the backward_pass checks trace random programs with mini's own primitives, so the student's
-  backward_pass is driven by mini's VJP table and mini's add_outgrads, never by the student's VJPs;
-* make_vjp runs with mini's backward_pass, grad with mini's backward_pass and make_vjp.
+* the tracer checks run the same programs on the student's ``Box`` and on mini's, and compare the
+  recorded graphs node by node and the gradients mini's reverse pass finds on them;
+* the table checks call the student's ``vjps[primitive][argnum]`` directly, on every broadcasting,
+  axis and keepdims variant in every run, with mini's way of undoing broadcasting standing in for
+  the student's ``unbroadcast``, and compare with mini's table;
+* the backward_pass checks trace random programs with mini's ``Box``, and give the student's
+  backward_pass mini's ``toposort``, VJP table and ``add_outgrads``;
+* make_vjp runs with mini's ``Box`` and backward_pass, grad with those and mini's make_vjp,
+  ``jacobian_reverse`` with them too.
 
 While lab 3 is graded the worker switches off mini's versions of what the lab asks for (REFERENCE,
 see autograder.guard).  The stand-ins above are private copies made when this module is imported,
@@ -24,16 +29,21 @@ import numpy as np
 
 import mini
 import mini.autodiff
+import mini.forward
 from autograder.checks import Case, program_listing
 from mini.autodiff import Box
-from mini.primitives import sum_to_like
+from mini.primitives import Primitive
+from mini.table import sum_to_shape
 
 REFERENCE = ("mini.backward_pass", "mini.autodiff.backward_pass",
              "mini.add_outgrads", "mini.autodiff.add_outgrads",
              "mini.make_vjp", "mini.autodiff.make_vjp",
              "mini.grad", "mini.autodiff.grad",
              "mini.value_and_grad", "mini.autodiff.value_and_grad",
-             "mini.numerical_grad", "mini.gradcheck.numerical_grad")
+             "mini.numerical_grad", "mini.gradcheck.numerical_grad",
+             "mini.autodiff.Box", "mini.vjp_of", "mini.table.vjp_of",
+             "mini.jacobian", "mini.autodiff.jacobian",
+             "mini.make_jvp", "mini.forward.make_jvp", "mini.jvp", "mini.forward.jvp")
 
 
 def _detached(module):
@@ -53,10 +63,16 @@ def _detached(module):
     return types.SimpleNamespace(**snapshot)
 
 
-ref = _detached(mini.autodiff)   # ref.backward_pass, ref.add_outgrads, ref.make_vjp, ref.grad
+ref = _detached(mini.autodiff)   # ref.backward_pass, ref.add_outgrads, ref.make_vjp, ref.grad, ...
+ref_forward = _detached(mini.forward)
+ref_table = mini.vjp_table       # the dict itself: the guard rebinds names, never empties it
+ref_vjp_of = mini.vjp_of
+ref_toposort = mini.toposort
 
-ARGUMENT_NAMES = {mini.exp: "x", mini.log: "x", mini.tanh: "x", mini.multiply: "x, y",
-                  mini.matmul: "a, b", mini.sum: "x"}
+
+def ref_unbroadcast(g, shape):
+    """mini's way of undoing broadcasting, standing in for the student's ``unbroadcast``."""
+    return sum_to_shape(g, tuple(shape))
 
 
 def _copy(value):
@@ -70,160 +86,335 @@ def _shape(rng, ndims=(0, 1, 2), low=1, high=5):
 
 
 # ---------------------------------------------------------------------------------------------
-# VJPs of primitives, compared with mini's table
+# The tracer: the student's Box records the same graph as mini's
 # ---------------------------------------------------------------------------------------------
 
-def _vjp_case(rng, prim, argnum, fill_in, args, kwargs=None, hint="", broadcasting=False):
-    """Case: the student's ``fill_in(g, ans, *args, **kwargs)`` against mini's VJP for ``argnum``.
+TRACER_HINT = ("Box.apply(prim, args, kwargs) must return a new Box whose value is "
+               "prim.fun(*plain values, **kwargs), with fun = prim (the primitive, not prim.fun), "
+               "args = the plain values of all arguments, kwargs, and, for every argument that "
+               "is a Box, that Box in parents and its position in parent_argnums, in argument "
+               "order. A reflected operator (__rmul__, __rsub__, ...) gets the left operand as "
+               "`other`: call the primitive as (other, self).")
 
-    With ``broadcasting`` the student's result is summed to the argument's shape first, which is
-    what ``mini.defvjp(prim, ..., broadcasting=True)`` does to every VJP it registers.
+
+def _graph(end):
+    """The graph recorded behind ``end``, node by node in mini's topological order, as plain data."""
+    order = ref_toposort(end)
+    index = {id(node): i for i, node in enumerate(order)}
+    rows = []
+    for node in order:
+        _, args = node.vjp_operands()
+        rows.append({
+            "primitive": getattr(node.fun, "__name__", repr(node.fun)) if node.fun else "input",
+            "fun is the mini primitive": node.fun is None or isinstance(node.fun, Primitive),
+            "parents (positions in the order)": [index[id(parent)] for parent in node.parents],
+            "parent_argnums": [int(argnum) for argnum in node.parent_argnums],
+            "value": node.value,
+            "constant arguments": [_constant(arg) for argnum, arg in enumerate(args)
+                                   if argnum not in node.parent_argnums],
+            "kwargs": repr(sorted(node.kwargs.items()))})
+    return rows
+
+
+def _constant(arg):
+    return arg if isinstance(arg, (int, float, np.ndarray)) else repr(arg)
+
+
+def _tracer_case(what, inputs, program):
+    """Case: ``program(*boxes)`` traced by the student's Box and by mini's; the graphs and the
+    gradients of the inputs (mini's backward_pass on each graph) must agree."""
+    def outcome(box_class):
+        boxes = [box_class(_copy(value), name=name) for name, value in inputs]
+        end = program(*boxes)
+        if not isinstance(end, box_class):
+            raise TypeError(f"the program returned {type(end).__name__}, not a Box: an operation "
+                            "on a Box must return a Box")
+        g = np.ones(np.shape(end.value))
+        grads = ref.backward_pass(g, end)
+        return {"graph": _graph(end),
+                "gradients of the inputs": {name: grads.get(box, 0.0 * box.value)
+                                            for (name, _), box in zip(inputs, boxes)}}
+
+    return Case(what=what, call=lambda student: outcome(student.Box),
+                expected=lambda: outcome(Box), hint=TRACER_HINT)
+
+
+def tracer_running_example_check(rng):
+    x1, x2 = (float(v) for v in rng.uniform(-1.0, 1.0, size=2))
+    return _tracer_case(f"your Box tracing f = x1 + exp(1.5 * x1 + 2.0 * x2) at x1 = {x1:.4g}, "
+                        f"x2 = {x2:.4g}", [("x1", x1), ("x2", x2)],
+                        lambda x1, x2: x1 + mini.exp(1.5 * x1 + 2.0 * x2))
+
+
+def tracer_operators_check(rng):
+    m, n, k = (int(d) for d in rng.integers(2, 5, size=3))
+    W = rng.standard_normal((n, k))
+
+    def program(x, y, s):
+        a = x * y
+        b = 2.0 * a - y
+        c = 1.0 - b / 3.0
+        e = -(c @ W) + s
+        f = 2.0 / (e * e + 1.0)
+        return mini.sum(f, axis=1)
+
+    return _tracer_case(
+        f"your Box tracing a = x * y; b = 2.0 * a - y; c = 1.0 - b / 3.0; e = -(c @ W) + s; "
+        f"f = 2.0 / (e * e + 1.0); sum(f, axis=1), with x of shape {(m, n)}, y of shape ({n},), "
+        f"s a number and W a plain array of shape {(n, k)}",
+        [("x", rng.standard_normal((m, n))), ("y", rng.standard_normal(n)),
+         ("s", float(rng.standard_normal()))], program)
+
+
+def tracer_reflected_check(rng):
+    m, n, p = (int(d) for d in rng.integers(2, 5, size=3))
+    V, c = rng.standard_normal((p, m)), rng.standard_normal(n)
+
+    def program(x, z):
+        a = V @ x
+        b = mini.tanh(a[1]) - z
+        d = c / (mini.exp(x[:, 0]) @ np.ones((m, n)) + 2.0)
+        return mini.sum(b * d + (z - 0.5) * b, axis=0, keepdims=True)
+
+    return _tracer_case(
+        f"your Box tracing a = V @ x; b = tanh(a[1]) - z; d = c / (exp(x[:, 0]) @ ones + 2.0); "
+        f"sum(b * d + (z - 0.5) * b, axis=0, keepdims=True), with x of shape {(m, n)}, z of shape "
+        f"({n},), V and c plain arrays of shapes {(p, m)} and ({n},)",
+        [("x", rng.standard_normal((m, n))), ("z", rng.standard_normal(n))], program)
+
+
+# ---------------------------------------------------------------------------------------------
+# unbroadcast, against mini's sum_to_shape, on every way a shape can be broadcast
+# ---------------------------------------------------------------------------------------------
+
+UNBROADCAST_HINT = ("numpy aligns shapes at the right: sum g over the leading axes `shape` does "
+                    "not have, then, keeping the axis, over each axis where `shape` has length 1 "
+                    "and g does not. The result must have exactly `shape`.")
+
+
+def _broadcast_shapes(m, n):
+    """Every way two arguments can broadcast against each other, in both orders."""
+    pairs = [((m, 1), (n,)), ((m, n), (n,)), ((m, n), ()), ((1, n), (m, 1)), ((m, n), (m, n))]
+    return pairs + [pair[::-1] for pair in pairs[:-1]]
+
+
+def unbroadcast_check(rng):
+    m, n, k = (int(d) for d in rng.integers(2, 5, size=3))
+    targets = [(m, 1), (n,), (), (1, n), (m, n), (1, 1), (1,)]
+    cases = [(shape, (m, n)) for shape in targets] + [((n,), (k, m, n)), ((m, 1), (k, m, n)),
+                                                      ((1, m, 1), (k, m, n)), ((), (k,))]
+    gs = [rng.standard_normal(g_shape) for _, g_shape in cases]
+
+    def outcome(unbroadcast):
+        return {f"unbroadcast(g of shape {g.shape}, {shape})": unbroadcast(_copy(g), shape)
+                for (shape, _), g in zip(cases, gs)}
+
+    return Case(what=f"unbroadcast on {len(cases)} shapes, m, n, k = {m}, {n}, {k}",
+                call=lambda student: outcome(student.unbroadcast),
+                expected=lambda: outcome(ref_unbroadcast), hint=UNBROADCAST_HINT)
+
+
+# ---------------------------------------------------------------------------------------------
+# The student's VJP table, against mini's, one primitive and argument at a time
+# ---------------------------------------------------------------------------------------------
+
+def _arguments(args):
+    return ", ".join(f"an array of shape {arg.shape}" if isinstance(arg, np.ndarray)
+                     else repr(arg) for arg in args)
+
+
+def _table_case(rng, label, prim_of, argnum, variants, expected_vjp, hint):
+    """Case: the student's ``vjps[prim][argnum]`` on every ``(args, kwargs)`` of ``variants``.
+
+    ``prim_of(student)`` is the primitive (the notebook's own for ``broadcast_to``);
+    ``expected_vjp(g, ans, *args, **kwargs)`` is mini's.  The result is one entry per variant,
+    named by the call, so the first wrong variant is the one reported.
     """
-    kwargs = kwargs or {}
-    ans = prim.fun(*args, **kwargs)
-    g = rng.standard_normal(np.shape(ans))
-    shapes = " and ".join(f"{name} of shape {np.shape(arg)}"
-                          for name, arg in zip(ARGUMENT_NAMES[prim].split(", "), args))
-    keywords = "".join(f", {key}={value!r}" for key, value in kwargs.items())
-    what = (f"your VJP of {prim.__name__} for argument {argnum}: "
-            f"{fill_in}(g, ans, {ARGUMENT_NAMES[prim]}{keywords}) with {shapes}")
-    if broadcasting:
-        what += (", summed back to the argument's shape as mini.defvjp(..., broadcasting=True) "
-                 "does")
+    drawn = []
+    for args, kwargs in variants:
+        ans = prim_of(None).fun(*args, **kwargs)
+        drawn.append((args, kwargs, ans, rng.standard_normal(np.shape(ans))))
+
+    def name(args, kwargs, g):
+        keywords = "".join(f", {key}={value!r}" for key, value in kwargs.items())
+        return (f"vjps[{label}][{argnum}](g, ans, {_arguments(args)}{keywords}) with g of shape "
+                f"{g.shape}")
 
     def call(student):
-        result = getattr(student, fill_in)(_copy(g), _copy(ans), *map(_copy, args), **kwargs)
-        return sum_to_like(result, args[argnum]) if broadcasting else result
+        prim = prim_of(student)
+        if prim not in student.vjps or argnum not in student.vjps[prim]:
+            raise KeyError(f"your table vjps has no entry vjps[{label}][{argnum}]: register the "
+                           f"VJP of {label} for argument {argnum}")
+        vjp = student.vjps[prim][argnum]
+        results = {}
+        with student.using(unbroadcast=ref_unbroadcast):
+            for args, kwargs, ans, g in drawn:
+                try:
+                    results[name(args, kwargs, g)] = vjp(_copy(g), _copy(ans), *map(_copy, args),
+                                                         **kwargs)
+                except Exception as error:
+                    raise type(error)(f"{name(args, kwargs, g)} raised {type(error).__name__}: "
+                                      f"{error}; it should return the gradient of argument "
+                                      f"{argnum}, of shape {np.shape(args[argnum])}") from None
+        return results
 
     def expected():
-        return mini.vjp_of(prim, argnum)(g, ans, *args, **kwargs)
+        return {name(args, kwargs, g): expected_vjp(g, ans, *args, **kwargs)
+                for args, kwargs, ans, g in drawn}
 
-    return Case(what=what, call=call, expected=expected, hint=hint)
-
-
-def exp_vjp_check(rng):
-    x = rng.standard_normal(_shape(rng))
-    return _vjp_case(rng, mini.exp, 0, "exp_vjp", (x,), hint=(
-        "the derivative of exp is exp itself, and the forward pass already computed it: it is ans. "
-        "An elementwise function has a diagonal Jacobian, so J^T g multiplies g entry by entry."))
+    return Case(what=f"your VJP vjps[{label}][{argnum}] on {len(drawn)} argument shapes",
+                call=call, expected=expected, hint=hint)
 
 
-def log_vjp_check(rng):
-    x = rng.uniform(0.2, 3.0, size=_shape(rng))
-    return _vjp_case(rng, mini.log, 0, "log_vjp", (x,), hint=(
-        "d log(x)/dx = 1/x, entry by entry; multiply (or divide) g elementwise."))
+def _mini_vjp(prim, argnum):
+    return lambda g, ans, *args, **kwargs: ref_vjp_of(prim, argnum)(g, ans, *args, **kwargs)
 
 
-def tanh_vjp_check(rng):
-    x = 1.5 * rng.standard_normal(_shape(rng))
-    return _vjp_case(rng, mini.tanh, 0, "tanh_vjp", (x,), hint=(
-        "d tanh(x)/dx = 1 - tanh(x)^2, and tanh(x) is ans: no need to recompute it."))
+BINARY_HINT = ("each argument's VJP is g times the partial derivative of the output with respect "
+               "to that argument, entry by entry, and then undone to the argument's shape with "
+               "unbroadcast: the forward pass broadcast it up to g's shape.")
 
 
-MULTIPLY_HINT = ("z = x * y entrywise, so dz/dx is y and dz/dy is x, entry by entry: each "
-                 "argument's gradient is g times the OTHER argument.")
-MULTIPLY_BROADCAST_HINT = (MULTIPLY_HINT + " Return it at the shape of g; mini's defvjp(..., "
-                           "broadcasting=True) sums it back to the argument's shape for you.")
-
-
-def _same_shape_pair(rng):
-    shape = _shape(rng, ndims=(1, 2))
-    return rng.standard_normal(shape), rng.standard_normal(shape)
-
-
-def multiply_vjp_x_check(rng):
-    return _vjp_case(rng, mini.multiply, 0, "multiply_vjp_x", _same_shape_pair(rng),
-                     hint=MULTIPLY_HINT)
-
-
-def multiply_vjp_y_check(rng):
-    return _vjp_case(rng, mini.multiply, 1, "multiply_vjp_y", _same_shape_pair(rng),
-                     hint=MULTIPLY_HINT)
-
-
-# Every way the two arguments of a binary operation can broadcast against each other, in both
-# orders: a VJP wrong for one of them fails every time, not only for the seeds that draw it.
-def _broadcast_shapes(m, n):
-    pairs = [((m, 1), (n,)), ((m, n), (n,)), ((m, n), ()), ((1, n), (m, 1))]
-    return pairs + [pair[::-1] for pair in pairs]
-
-
-def _multiply_broadcast_check(argnum, kind):
+def _binary_check(prim, argnum):
     def check(rng):
-        m, n = (int(k) for k in rng.integers(2, 5, size=2))
-        args = tuple(rng.standard_normal(shape) for shape in _broadcast_shapes(m, n)[kind])
-        return _vjp_case(rng, mini.multiply, argnum, f"multiply_vjp_{'xy'[argnum]}", args,
-                         hint=MULTIPLY_BROADCAST_HINT, broadcasting=True)
-    check.__name__ = f"multiply_broadcast_{'xy'[argnum]}_{kind}_check"
+        m, n = (int(d) for d in rng.integers(2, 5, size=2))
+        variants = []
+        for x_shape, y_shape in _broadcast_shapes(m, n):
+            x = rng.standard_normal(x_shape)
+            y = rng.uniform(0.5, 2.0, size=y_shape) * rng.choice([-1.0, 1.0], size=y_shape)
+            variants.append(((x, y), {}))
+        return _table_case(rng, f"mini.{prim.__name__}", lambda student: prim, argnum, variants,
+                           _mini_vjp(prim, argnum), BINARY_HINT)
+    check.__name__ = f"{prim.__name__}_{argnum}_vjp_check"
     return check
 
 
-MULTIPLY_BROADCAST_CHECKS = [_multiply_broadcast_check(argnum, kind)
-                             for argnum in (0, 1) for kind in range(len(_broadcast_shapes(2, 3)))]
+UNARY_HINT = ("an elementwise function has a diagonal Jacobian: multiply g entry by entry by the "
+              "derivative at x; where the derivative is a function of the output, use ans.")
+
+
+def _unary_check(prim, positive=False):
+    def check(rng):
+        variants = []
+        for shape in [(), (int(rng.integers(2, 5)),), tuple(int(d) for d in rng.integers(2, 5, 2))]:
+            x = rng.uniform(0.2, 3.0, size=shape) if positive else 1.5 * rng.standard_normal(shape)
+            variants.append(((x,), {}))
+        return _table_case(rng, f"mini.{prim.__name__}", lambda student: prim, 0, variants,
+                           _mini_vjp(prim, 0), UNARY_HINT)
+    check.__name__ = f"{prim.__name__}_vjp_check"
+    return check
+
+
+ELEMENTWISE_CHECKS = ([_binary_check(prim, argnum)
+                       for prim in (mini.add, mini.subtract, mini.multiply, mini.divide)
+                       for argnum in (0, 1)]
+                      + [_unary_check(mini.negative), _unary_check(mini.exp),
+                         _unary_check(mini.log, positive=True), _unary_check(mini.tanh)])
+
+
+def _x3(rng):
+    return rng.standard_normal(tuple(int(d) for d in rng.integers(2, 5, size=3)))
+
+
+def transpose_vjp_check(rng):
+    x2, x3 = rng.standard_normal(tuple(int(d) for d in rng.integers(2, 5, size=2))), _x3(rng)
+    variants = [((x2,), {}), ((x3,), {}), ((x2,), {"axes": (1, 0)}), ((x2,), {"axes": (-1, 0)})]
+    variants += [((x3,), {"axes": axes})
+                 for axes in [(1, 0, 2), (2, 0, 1), (1, 2, 0), (-1, 0, 1), (0, -1, -2), (-2, -3, -1)]]
+    return _table_case(rng, "mini.transpose", lambda student: mini.transpose, 0, variants,
+                       _mini_vjp(mini.transpose, 0),
+                       "the gradient must undo the permutation: g's axis i is x's axis axes[i]. "
+                       "Turn negative axes into positions first (axis % x.ndim), and with axes=None "
+                       "the permutation reversed every axis.")
+
+
+def reshape_vjp_check(rng):
+    x3 = _x3(rng)
+    a, b, c = x3.shape
+    variants = [((x3, shape), {}) for shape in [(a * b, c), (a, b * c), (-1,), (c, -1), (1, a, b, c)]]
+    return _table_case(rng, "mini.reshape", lambda student: mini.reshape, 0, variants,
+                       _mini_vjp(mini.reshape, 0),
+                       "reshape keeps the entries in order: the gradient is g in x's shape.")
+
+
+def broadcast_to_vjp_check(rng):
+    m, n, k = (int(d) for d in rng.integers(2, 5, size=3))
+    variants = [((rng.standard_normal(shape), target), {})
+                for shape, target in [((m, 1), (m, n)), ((n,), (m, n)), ((), (m, n)),
+                                      ((1, n), (k, m, n)), ((m, 1), (k, m, n)), ((n,), (n,))]]
+    return _table_case(rng, "broadcast_to", lambda student: student.broadcast_to if student
+                       else _BROADCAST_TO, 0, variants,
+                       lambda g, ans, x, shape: sum_to_shape(g, np.shape(x)),
+                       "broadcast_to copies entries as broadcasting does: undo it with "
+                       "unbroadcast to x's shape.")
+
+
+_BROADCAST_TO = mini.primitive(np.broadcast_to)   # computes the forward values of the variants
+
+REDUCE_HINT = ("every entry of x that went into an output entry gets that entry's g (over the "
+               "number of entries averaged, for mean). With keepdims=False the reduced axes are "
+               "missing from g: put them back (np.expand_dims, which takes a tuple too) before "
+               "spreading g to x's shape, or numpy lines g up with the wrong axes.")
+
+
+def _reduce_check(prim):
+    def check(rng):
+        x2, x3 = rng.standard_normal(tuple(int(d) for d in rng.integers(2, 5, size=2))), _x3(rng)
+        variants = [((x2,), {}), ((x3,), {}), ((x3,), {"keepdims": True})]
+        variants += [((x3,), {"axis": axis, "keepdims": keepdims})
+                     for axis in (0, 1, 2, -1, -2, (0, 2), (-1, 0)) for keepdims in (False, True)]
+        variants += [((x2,), {"axis": axis}) for axis in (0, -1)]
+        return _table_case(rng, f"mini.{prim.__name__}", lambda student: prim, 0, variants,
+                           _mini_vjp(prim, 0), REDUCE_HINT)
+    check.__name__ = f"{prim.__name__}_vjp_check"
+    return check
 
 
 MATMUL_HINT = ("for C = A @ B with A of shape (m, k), B of shape (k, n) and g of shape (m, n): "
-               "A_bar = g @ B^T has A's shape (m, k), B_bar = A^T @ g has B's shape (k, n) "
-               "(L05 slide 23, y = W x gives x_bar = W^T y_bar). Check the shapes first.")
+               "each gradient has its argument's shape, and only one product of g with the other "
+               "factor (transposed) has it (L05 slide 23, y = W x gives x_bar = W^T y_bar). With "
+               "square matrices a missing transpose shows only in the numbers.")
 
 
-def _matmul_pair(rng, square):
-    """(a, b) of shapes (m, k), (k, n): all three equal, or all three different."""
-    if square:
-        m = k = n = int(rng.integers(2, 5))
-    else:
-        m, k, n = (int(d) for d in rng.permutation([1, 2, 3, 4, 5])[:3])
-    return rng.standard_normal((m, k)), rng.standard_normal((k, n))
-
-
-def matmul_vjp_a_check(rng):
-    return _vjp_case(rng, mini.matmul, 0, "matmul_vjp_a", _matmul_pair(rng, square=False),
-                     hint=MATMUL_HINT)
-
-
-def matmul_vjp_b_check(rng):
-    return _vjp_case(rng, mini.matmul, 1, "matmul_vjp_b", _matmul_pair(rng, square=False),
-                     hint=MATMUL_HINT)
-
-
-SQUARE_HINT = ("with square matrices every product has the right shape, so a missing or misplaced "
-               "transpose shows only in the numbers. " + MATMUL_HINT)
-
-
-def matmul_square_a_check(rng):
-    return _vjp_case(rng, mini.matmul, 0, "matmul_vjp_a", _matmul_pair(rng, square=True),
-                     hint=SQUARE_HINT)
-
-
-def matmul_square_b_check(rng):
-    return _vjp_case(rng, mini.matmul, 1, "matmul_vjp_b", _matmul_pair(rng, square=True),
-                     hint=SQUARE_HINT)
-
-
-SUM_HINT = ("every entry of x that was summed receives the gradient of the sum it went into: "
-            "spread g back over the summed axis. g has the shape of ans; with keepdims=False the "
-            "summed axis is missing from g, so put it back (np.expand_dims) before broadcasting "
-            "to x's shape (np.broadcast_to), or numpy lines g up with the wrong axis.")
-
-
-def sum_all_check(rng):
-    x = rng.standard_normal(_shape(rng, ndims=(1, 2, 3)))
-    return _vjp_case(rng, mini.sum, 0, "sum_vjp", (x,), hint=SUM_HINT)
-
-
-def _sum_axis_check(axis, keepdims):
+def _matmul_check(argnum):
     def check(rng):
-        x = rng.standard_normal(_shape(rng, ndims=(2, 3), low=2))
-        return _vjp_case(rng, mini.sum, 0, "sum_vjp", (x,),
-                         {"axis": axis, "keepdims": keepdims}, hint=SUM_HINT)
-    check.__name__ = f"sum_axis_{axis}_keepdims_{keepdims}_check"
+        m, k, n = (int(d) for d in rng.permutation([1, 2, 3, 4, 5])[:3])
+        s = int(rng.integers(2, 5))
+        variants = [((rng.standard_normal((m, k)), rng.standard_normal((k, n))), {}),
+                    ((rng.standard_normal((s, s)), rng.standard_normal((s, s))), {})]
+        return _table_case(rng, "mini.matmul", lambda student: mini.matmul, argnum, variants,
+                           _mini_vjp(mini.matmul, argnum), MATMUL_HINT)
+    check.__name__ = f"matmul_{argnum}_vjp_check"
     return check
 
 
-# The first and the last axis, counted from either end, with and without keepdims: every one, in
-# every grading run.
-SUM_AXIS_CHECKS = [_sum_axis_check(axis, keepdims)
-                   for axis in (0, 1, -1) for keepdims in (False, True)]
+def getitem_vjp_check(rng):
+    x2, n = rng.standard_normal(tuple(int(d) for d in rng.integers(2, 5, size=2))), 5
+    x1 = rng.standard_normal(n)
+    variants = [((x2, 0), {}), ((x2, (slice(None), 1)), {}), ((x1, slice(1, None)), {}),
+                ((x1, np.array([0, 2, 0, 0])), {}), ((x2, (np.array([1, 0, 1]), slice(None))), {})]
+    return _table_case(rng, "mini.getitem", lambda student: mini.getitem, 0, variants,
+                       _mini_vjp(mini.getitem, 0),
+                       "x[index] picks entries; the gradient is zeros shaped like x with g sent "
+                       "back to the picked places, ADDED where an index picks an entry more than "
+                       "once (np.add.at; x_bar[index] += g keeps only one of the repeats).")
+
+
+SHAPE_CHECKS = [transpose_vjp_check, reshape_vjp_check, broadcast_to_vjp_check,
+                _reduce_check(mini.sum), _reduce_check(mini.mean), _matmul_check(0),
+                _matmul_check(1), getitem_vjp_check]
+
+
+def log_softmax_vjp_check(rng):
+    variants = [((rng.standard_normal(shape),), {"axis": axis})
+                for shape, axis in [((5,), -1), ((3, 4), -1), ((3, 4), 1), ((3, 4), 0),
+                                    ((2, 3, 4), 1), ((2, 3, 4), -3)]]
+    variants.append(((rng.standard_normal((3, 4)),), {}))
+    return _table_case(rng, "mini.log_softmax", lambda student: mini.log_softmax, 0, variants,
+                       _mini_vjp(mini.log_softmax, 0),
+                       "each output entry of a slice depends on every entry of that slice; J^T g "
+                       "needs the softmax (exp(ans)) and the sum of g along axis, kept as an axis "
+                       "of length 1 so that it broadcasts along the right axis.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,16 +463,17 @@ def add_outgrads_inputs_unchanged_check(rng):
 
 
 # ---------------------------------------------------------------------------------------------
-# backward_pass on programs traced with mini's own primitives
+# backward_pass on programs traced with mini's Box, over mini's toposort and table
 # ---------------------------------------------------------------------------------------------
 
 MISSING = "no entry for this node in the dict your backward_pass returned"
 
-BACKWARD_HINT = ("visit the nodes in reversed(mini.toposort(end_node)); at each node take its "
-                 "total gradient from the dict, get (ans, args) = node.vjp_operands(), and for "
-                 "each (argnum, parent) in zip(node.parent_argnums, node.parents) add "
-                 "mini.vjp_of(node.fun, argnum)(g, ans, *args, **node.kwargs) into the parent's "
-                 "entry with add_outgrads. Start the dict with {end_node: g}, not with ones.")
+BACKWARD_HINT = ("visit the nodes in the reverse of toposort(end_node)'s order, so that a node's "
+                 "total is complete before it is used (a KeyError for a node means it was "
+                 "reached before its readers sent their shares); start the dict with "
+                 "{end_node: g}; send each parent its share from vjps[node.fun][argnum], called "
+                 "with (g, ans, *args, **node.kwargs) where (ans, args) = node.vjp_operands(), "
+                 "and add shares up with add_outgrads.")
 
 
 def _program(spec):
@@ -333,7 +525,7 @@ def _backward_case(rng, spec, what, only=None, hint=BACKWARD_HINT, listing=""):
         return {_node_key(node): grads.get(node, MISSING) for node in keep}
 
     def call(student):
-        with student.using(add_outgrads=ref.add_outgrads):
+        with student.using(add_outgrads=ref.add_outgrads, toposort=ref_toposort, vjps=ref_table):
             return gradients(student.backward_pass)
 
     return Case(what=what + f", g = {_describe(g)}" + listing, call=call,
@@ -482,11 +674,11 @@ def long_chain_check(rng):
                                      "v_i = c_i * v_(i-1) + d_i with v_0 = x",
                           only=["x", "v750"], hint="a walk that calls itself once per node stops "
                           "at Python's recursion limit (about 1000 calls deep): loop over "
-                          "reversed(mini.toposort(end_node)) instead. " + BACKWARD_HINT)
+                          "the reversed topological order instead. " + BACKWARD_HINT)
 
 
 # ---------------------------------------------------------------------------------------------
-# make_vjp and grad (with mini's backward_pass, and for grad mini's make_vjp, standing in)
+# make_vjp and grad (with mini's Box and backward_pass, and for grad mini's make_vjp, standing in)
 # ---------------------------------------------------------------------------------------------
 
 def _plain(value, name):
@@ -505,7 +697,7 @@ def _make_vjp_case(what, fun, x, gs, hint):
         return result
 
     def call(student):
-        with student.using(backward_pass=ref.backward_pass):
+        with student.using(Box=Box, backward_pass=ref.backward_pass):
             return outcome(student.make_vjp)
 
     def expected():
@@ -516,9 +708,9 @@ def _make_vjp_case(what, fun, x, gs, hint):
     return Case(what=what, call=call, expected=expected, hint=hint)
 
 
-MAKE_VJP_HINT = ("start the trace with start = Box(x), run end = fun(start), and return "
-                 "(vjp, end.value) where vjp(g) runs backward_pass(g, end) and picks out the "
-                 "gradient of start (L05 slide 28).")
+MAKE_VJP_HINT = ("trace fun on a Box holding x; what fun returns is the end node of the graph. "
+                 "Return its plain .value, and a vjp(g) that runs backward_pass(g, end) and "
+                 "picks out the input box's gradient (L05 slide 28).")
 
 
 def make_vjp_running_example_check(rng):
@@ -557,15 +749,14 @@ def make_vjp_constant_check(rng):
 
 def _grad_case(what, fun, x, hint):
     def call(student):
-        with student.using(backward_pass=ref.backward_pass, make_vjp=ref.make_vjp):
+        with student.using(Box=Box, backward_pass=ref.backward_pass, make_vjp=ref.make_vjp):
             return student.grad(fun)(_copy(x))
 
     return Case(what=what, call=call, expected=lambda: ref.grad(fun)(x), hint=hint)
 
 
 GRAD_HINT = ("grad(fun) returns a function of x: trace fun at x with make_vjp and call the vjp "
-             "with g = 1.0, the gradient of the output with respect to itself (x_bar_7 = 1 on "
-             "L05 slide 19).")
+             "with the output's own gradient, 1.0 (x_bar_7 = 1 on L05 slide 19).")
 
 
 def grad_running_example_check(rng):
@@ -692,14 +883,130 @@ def numerical_step_check(rng):
                                 "(f(x + h e_i) - f(x)) / h gives 3 x^2 + 3 x h + h^2 here.")
 
 
+# ---------------------------------------------------------------------------------------------
+# Forward mode: jvp against mini's make_jvp, the two Jacobians against mini's jacobian
+# ---------------------------------------------------------------------------------------------
+
+JVP_HINT = ("Dual.apply computes prim.fun on the plain values and the output's tangent: for each "
+            "argument that is a Dual, mini.jvp_of(prim, argnum)(its tangent, ans, *plain values, "
+            "**kwargs), added up; constants contribute nothing. jvp(fun, x, v) runs fun once on "
+            "Dual(x, v) and returns the plain value and tangent.")
+
+
+def _jvp_case(what, fun, x, v):
+    def call(student):
+        value, tangent = student.jvp(fun, _copy(x), _copy(v))
+        return {"value": value, "tangent": tangent}
+
+    def expected():
+        value, tangent = ref_forward.make_jvp(fun, x)(v)
+        return {"value": value, "tangent": tangent}
+
+    return Case(what=what, call=call, expected=expected, hint=JVP_HINT)
+
+
+def jvp_layer_check(rng):
+    m, n = (int(d) for d in rng.integers(2, 6, size=2))
+    A, b, C = rng.standard_normal((m, n)), rng.standard_normal(m), rng.standard_normal((m, n))
+    return _jvp_case(f"jvp(f, x, v) for f(x) = tanh(A @ x + b) * 2.0 - (C @ x) / 3.0 with x and v of "
+                     f"shape ({n},), A and C of shape {(m, n)}",
+                     lambda x: mini.tanh(A @ x + b) * 2.0 - (C @ x) / 3.0,
+                     rng.standard_normal(n), rng.standard_normal(n))
+
+
+def jvp_fan_out_check(rng):
+    n = int(rng.integers(2, 6))
+    w = rng.uniform(0.5, 1.5, size=n)
+    return _jvp_case(f"jvp(f, x, v) for f(x) = sum(exp(x * w) * x) / (1.0 + x * x) with x and v of "
+                     f"shape ({n},) (x is read four times)",
+                     lambda x: mini.sum(mini.exp(x * w) * x) / (1.0 + x * x),
+                     rng.standard_normal(n), rng.standard_normal(n))
+
+
+def jvp_constant_check(rng):
+    n = int(rng.integers(2, 6))
+    constant = rng.standard_normal(3)
+    return _jvp_case(f"jvp(f, x, v) for a function that ignores x (it returns a constant array of "
+                     f"shape (3,)), x of shape ({n},)", lambda x: constant,
+                     rng.standard_normal(n), rng.standard_normal(n))
+
+
+def _counted(fun):
+    def counted_fun(x):
+        counted_fun.calls += 1
+        return fun(x)
+    counted_fun.calls = 0
+    return counted_fun
+
+
+def _jacobian_case(what, mode, fun, x):
+    """Case: the student's jacobian_forward or jacobian_reverse against mini's jacobian, with the
+    number of times fun ran: once per input direction forwards, once in all backwards."""
+    def outcome(jacobian):
+        counted = _counted(fun)
+        J = jacobian(counted, _copy(x))
+        return {"jacobian": J, "runs of fun": counted.calls}
+
+    def call(student):
+        if mode == "forward":
+            return outcome(student.jacobian_forward)
+        with student.using(Box=Box, backward_pass=ref.backward_pass, make_vjp=ref.make_vjp):
+            return outcome(student.jacobian_reverse)
+
+    def expected():
+        J = ref.jacobian(fun)(x)
+        return {"jacobian": np.reshape(J, (-1, np.size(x))),
+                "runs of fun": np.size(x) if mode == "forward" else 1}
+
+    hint = ("one jvp per input direction e_j (fun runs once for each of the n entries of x), each "
+            "tangent J e_j a COLUMN of the (m, n) Jacobian" if mode == "forward" else
+            "one trace with make_vjp (fun runs once), then one vjp call per output direction e_i, "
+            "each J^T e_i a ROW of the (m, n) Jacobian")
+    return Case(what=f"jacobian_{mode}(f, x) for {what}", call=call, expected=expected, hint=hint)
+
+
+def _wide(rng):
+    n = int(rng.integers(5, 9))
+    w = rng.standard_normal(n)
+    return ("the wide f(x) = sum(tanh(x * w)), x of shape ({n},), one output".format(n=n),
+            lambda x: mini.sum(mini.tanh(x * w)), rng.standard_normal(n))
+
+
+def _tall(rng):
+    m = int(rng.integers(5, 9))
+    c = rng.standard_normal(m)
+    return (f"the tall f(x) = tanh(x * c) * x, x of shape (1,), c of shape ({m},)",
+            lambda x: mini.tanh(x * c) * x, rng.standard_normal(1))
+
+
+def _square(rng):
+    n = int(rng.integers(2, 5))
+    A = rng.standard_normal((n + 1, n))
+    return (f"f(x) = exp(A @ x / 2.0) - x[0], A of shape {A.shape}, x of shape ({n},)",
+            lambda x: mini.exp(A @ x / 2.0) - mini.getitem(x, 0), rng.standard_normal(n))
+
+
+def _jacobian_check(mode, example):
+    def check(rng):
+        what, fun, x = example(rng)
+        return _jacobian_case(what, mode, fun, x)
+    check.__name__ = f"jacobian_{mode}_{example.__name__[1:]}_check"
+    return check
+
+
+FORWARD_CHECKS = ([jvp_layer_check, jvp_fan_out_check, jvp_constant_check]
+                  + [_jacobian_check(mode, example) for mode in ("forward", "reverse")
+                     for example in (_wide, _tall, _square)])
+
+
 CHECKS = {
+    "tracer": [tracer_running_example_check, tracer_operators_check, tracer_reflected_check],
     "add_outgrads": [add_outgrads_first_check, add_outgrads_sum_check,
                      add_outgrads_inputs_unchanged_check],
-    "unary_vjps": [exp_vjp_check, log_vjp_check, tanh_vjp_check],
-    "multiply_vjps": [multiply_vjp_x_check, multiply_vjp_y_check, *MULTIPLY_BROADCAST_CHECKS],
-    "matmul_vjps": [matmul_vjp_a_check, matmul_vjp_b_check, matmul_square_a_check,
-                    matmul_square_b_check],
-    "sum_vjp": [sum_all_check, *SUM_AXIS_CHECKS],
+    "unbroadcast": [unbroadcast_check],
+    "elementwise_vjps": ELEMENTWISE_CHECKS,
+    "shape_vjps": SHAPE_CHECKS,
+    "log_softmax_vjp": [log_softmax_vjp_check],
     "backward_pass": [running_example_check, layer_check, _random_program_check(6),
                       _random_program_check(10), _random_program_check(16), ladder_check,
                       long_chain_check],
@@ -707,4 +1014,5 @@ CHECKS = {
     "grad": [grad_running_example_check, grad_vector_check, grad_network_check],
     "numerical_grad": [numerical_vector_check, numerical_matrix_check, numerical_scalar_check,
                        numerical_float32_check, numerical_step_check],
+    "forward_mode": FORWARD_CHECKS,
 }
