@@ -1,4 +1,5 @@
-"""Hidden checks of lab 1 (the learning problem: softmax cross-entropy, manual backprop, SGD).
+"""Hidden checks of lab 1 (the learning problem: softmax cross-entropy, softmax regression, manual
+backprop, SGD).
 
 Every expected value comes from mini at grading time: the loss from ``mini.log_softmax``, every
 gradient from ``mini.grad`` / ``mini.make_vjp`` (reverse mode through mini's VJP table), never from
@@ -223,6 +224,41 @@ def check_softmax_loss_grad_large_logits(rng):
 
 
 # ---------------------------------------------------------------------------------------------
+# softmax_regression
+# ---------------------------------------------------------------------------------------------
+
+def _softmax_regression_case(rng, min_batch):
+    B, d, C = int(rng.integers(min_batch, 9)), int(rng.integers(1, 6)), int(rng.integers(2, 6))
+    X, W = rng.standard_normal((B, d)), rng.standard_normal((d, C))
+    y = rng.integers(0, C, size=B)
+
+    def call(student):
+        with student.using(softmax=_np_softmax, softmax_loss=_np_loss,
+                           softmax_loss_grad=_np_loss_grad):
+            loss, grad_W = _pair(student.softmax_regression(X.copy(), y.copy(), W.copy()),
+                                 "softmax_regression", "loss, grad_W")
+        return {"loss": float(loss), "grad_W": grad_W}
+
+    def expected():
+        loss = lambda W_: _loss(X @ W_, y)
+        return {"loss": float(loss(W)), "grad_W": mini.grad(loss)(W)}
+    return Case(what=f"softmax_regression(X, y, W) with X of shape {X.shape} and W of shape "
+                     f"{W.shape}, compared with mini.grad of the loss",
+                call=call, expected=expected, rtol=1e-6, atol=1e-10,
+                hint="the loss is softmax_loss(X @ W, y); its gradient has W's shape (d, C), and "
+                     "entry (k, j) is the sum over the batch of X[b, k] * G_U[b, j] with G_U = "
+                     "softmax_loss_grad(X @ W, y): one matrix product of X transposed and G_U")
+
+
+def check_softmax_regression(rng):
+    return _softmax_regression_case(rng, min_batch=2)
+
+
+def check_softmax_regression_one_example(rng):
+    return _softmax_regression_case(rng, min_batch=1)
+
+
+# ---------------------------------------------------------------------------------------------
 # two_layer_forward and two_layer_backward
 # ---------------------------------------------------------------------------------------------
 
@@ -429,6 +465,7 @@ def check_sgd_loss_goes_down(rng):
 CHECKS = {
     "softmax_loss": [check_softmax_loss, check_softmax_loss_large_logits],
     "softmax_loss_grad": [check_softmax_loss_grad, check_softmax_loss_grad_large_logits],
+    "softmax_regression": [check_softmax_regression, check_softmax_regression_one_example],
     "two_layer_forward": [check_two_layer_forward],
     "two_layer_backward": [check_two_layer_backward, check_two_layer_backward_of_the_loss],
     "mlp_forward": [check_mlp_forward, check_mlp_forward_one_layer],
