@@ -253,9 +253,9 @@ def _table_case(rng, label, prim_of, argnum, variants, expected_vjp, hint):
                     results[name(args, kwargs, g)] = vjp(_copy(g), _copy(ans), *map(_copy, args),
                                                          **kwargs)
                 except Exception as error:
-                    raise type(error)(f"{name(args, kwargs, g)} raised {type(error).__name__}: "
-                                      f"{error}; it should return the gradient of argument "
-                                      f"{argnum}, of shape {np.shape(args[argnum])}") from None
+                    raise type(error)(f"in {name(args, kwargs, g)}: {error}; it should return "
+                                      f"the gradient of argument {argnum}, of shape "
+                                      f"{np.shape(args[argnum])}") from None
         return results
 
     def expected():
