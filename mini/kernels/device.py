@@ -114,3 +114,35 @@ def _configure_numba(choice):
             numba.__dict__.pop("cuda", None)   # else `from numba import cuda` returns the old one
     if choice.simulator:
         sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
+        _lock_shared_arrays()
+
+
+def _lock_shared_arrays():
+    """Make the simulator's ``cuda.shared.array`` safe when a block's threads reach it together.
+
+    The simulator keeps one array per line of kernel code, but looks it up and stores it without
+    a lock, so two threads arriving at once can each get an array of their own and the block
+    computes garbage (about one launch in a hundred with the short switch interval above).  This
+    is the same lookup under a lock; dynamic shared memory (shape 0) is left to Numba.
+    """
+    import threading
+
+    from numba.cuda.simulator import kernelapi
+    original, lock = kernelapi.FakeCUDAShared.array, threading.Lock()
+    if getattr(original, "locked", False):
+        return
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:
+            return original(self, shape, dtype, alignment)
+        caller = sys._getframe(1)
+        where = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            if where not in self._allocations:
+                if isinstance(dtype, kernelapi.types.Type):
+                    dtype = kernelapi.numpy_support.as_dtype(dtype)
+                self._allocations[where] = kernelapi.np.empty(shape, dtype)
+            return self._allocations[where]
+
+    array.locked = True
+    kernelapi.FakeCUDAShared.array = array

@@ -11,8 +11,9 @@ arrays:
 
 SpMV ``y = A x`` is then ``y[r] = sum_p data[p] x[indices[p]]`` over row r's stretch p: nnz
 multiply-adds instead of rows * cols.  SpMM ``Y = A X`` does the same with whole rows of a dense
-``X``.  On the CPU one ``prange`` iteration owns one row (no two write the same output); on the GPU
-one thread owns one row (SpMV) or one element of Y (SpMM, x threads along Y's columns, so that a
+``X``.  On the CPU the loop runs row by row, compiled with ``@njit`` (rows are independent, so
+``prange`` could split them over cores; serial code compiles in a third of the time, which a lab
+notebook that runs once pays on every run); on the GPU one thread owns one row (SpMV) or one element of Y (SpMM, x threads along Y's columns, so that a
 warp reads neighbouring elements of a row of X: coalesced).  Accumulators have the matrix's dtype.
 
 Importing this module loads no CUDA; the first CUDA call makes mini's GPU-or-simulator choice.
@@ -20,7 +21,7 @@ Importing this module loads no CUDA; the first CUDA call makes mini's GPU-or-sim
 import dataclasses
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mini.kernels import device
 
@@ -54,16 +55,6 @@ class CSR:
             object.__setattr__(self, name, np.ascontiguousarray(value))
         object.__setattr__(self, "shape", (int(rows), int(cols)))
 
-    @classmethod
-    def from_dense(cls, dense):
-        """The CSR form of a 2-D array: its nonzeros, row by row."""
-        dense = np.asarray(dense)
-        if dense.ndim != 2:
-            raise ValueError(f"CSR.from_dense: expected a 2-D array, got shape {dense.shape}")
-        rows, cols = np.nonzero(dense)
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=dense.shape[0]))])
-        return cls(dense[rows, cols], cols, indptr, dense.shape)
-
     @property
     def nnz(self):
         return self.data.size
@@ -80,12 +71,22 @@ class CSR:
         return dense
 
 
+def from_dense(dense):
+    """The CSR form of a 2-D array: its nonzeros, row by row."""
+    dense = np.asarray(dense)
+    if dense.ndim != 2:
+        raise ValueError(f"from_dense: expected a 2-D array, got shape {dense.shape}")
+    rows, cols = np.nonzero(dense)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=dense.shape[0]))])
+    return CSR(dense[rows, cols], cols, indptr, dense.shape)
+
+
 def random(rows, cols, density, rng, dtype=np.float32):
     """A random (rows, cols) CSR matrix with about ``density * rows * cols`` normal nonzeros."""
     if not 0.0 <= density <= 1.0:
         raise ValueError(f"random: density must lie in [0, 1], got {density}")
     mask = rng.random((rows, cols)) < density
-    return CSR.from_dense(np.where(mask, rng.standard_normal((rows, cols)), 0.0).astype(dtype))
+    return from_dense(np.where(mask, rng.standard_normal((rows, cols)), 0.0).astype(dtype))
 
 
 def _operand(a, x, ndim, name):
@@ -100,21 +101,21 @@ def _operand(a, x, ndim, name):
 
 
 # ---------------------------------------------------------------------------------------------
-# CPU: one prange iteration per row
+# CPU: row by row
 # ---------------------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
+@njit
 def _spmv_cpu(data, indices, indptr, x, y, zero):
-    for r in prange(y.size):
+    for r in range(y.size):
         acc = zero
         for p in range(indptr[r], indptr[r + 1]):
             acc += data[p] * x[indices[p]]
         y[r] = acc
 
 
-@njit(parallel=True, cache=True)
+@njit
 def _spmm_cpu(data, indices, indptr, x, y):
-    for r in prange(y.shape[0]):        # y starts at zero; row r of y is row r's own
+    for r in range(y.shape[0]):         # y starts at zero; row r of y is row r's own
         for p in range(indptr[r], indptr[r + 1]):
             value, k = data[p], indices[p]
             for j in range(y.shape[1]):  # along a row of x and of y: stride 1
