@@ -72,12 +72,8 @@ def test_each_attack_costs_exactly_its_own_fill_in_on_the_pytest_path(tmp_path):
     scores = {t.name: t.score for t in result.tests}
     assert scores == _expected(runner.test_cells(LAB)), scores
     failed = {t.name: t.output for t in result.tests if t.score < t.max_score}
-    assert "accesses of more than one element at once" in failed["test_map_kernel"]
-    assert "barriers per thread" in failed["test_reduce_kernel"] or (
-        "shared-memory reads" in failed["test_reduce_kernel"])
-    assert "loads from A and B by the busiest thread" in failed["test_matmul_tiled"]
-    for name in failed:           # the values were right: only the work check failed
-        assert failed[name].count("every thread's") == 1, failed[name]
+    for name, output in failed.items():   # the values were right: only the counted launch failed
+        assert output.count("counted") == 1 and "busiest thread" in output, output
 
 
 def test_each_attack_costs_exactly_its_own_fill_in_on_the_nbgrader_path(tmp_path, monkeypatch):
