@@ -223,7 +223,7 @@ class Session:
         key = tuple(map(id, nodes))
         if key not in self._plans:
             targets = optimize(nodes) if self.optimize else nodes
-            self._plans[key] = _toposort_all(targets), targets
+            self._plans[key] = prune(targets), targets
         order, targets = self._plans[key]
         values = {}
         for node in order:
@@ -311,13 +311,15 @@ def device(name):
 
 def place(fetches, devices, default=None):
     """Give every Operation the fetches need a device: ``devices[primitive name]`` if listed, else
-    ``default``.  Returns ``{device: number of operations placed there}``."""
+    ``default``; one placed by hand (``with device(...)``) keeps its device, as in TensorFlow.
+    Returns ``{device: number of operations the fetches need there}``."""
     for name in set(devices.values()) | {default}:
         _check_device(name)
     counts = {}
-    for node in _toposort_all(_flatten(fetches)):
+    for node in prune(_flatten(fetches)):
         if node.fun is not None:
-            node.device = devices.get(node.fun.__name__, default)
+            if node.device is None:
+                node.device = devices.get(node.fun.__name__, default)
             counts[node.device] = counts.get(node.device, 0) + 1
     return counts
 
@@ -353,7 +355,7 @@ def fold_constants(fetches):
     """Replace every Operation whose inputs are all Constants by a Constant holding its value,
     computed once now instead of in every run; returns what stands for each fetch."""
     new = {}
-    for node in _toposort_all(fetches):
+    for node in prune(fetches):
         parents = [new[parent] for parent in node.parents]
         if _pure(node) and all(isinstance(parent, Constant) for parent in parents):
             args = list(node.args)
@@ -368,21 +370,34 @@ def fold_constants(fetches):
 
 def eliminate_common_subexpressions(fetches):
     """Merge Operations that apply the same primitive, with the same keyword arguments, to the
-    same inputs: the first one stands for all; returns what stands for each fetch."""
+    same inputs, and Constants of equal value: the first one stands for all; returns what stands
+    for each fetch."""
     new, first = {}, {}
-    for node in _toposort_all(fetches):
+    for node in prune(fetches):
         candidate = rebuilt(node, [new[parent] for parent in node.parents])
-        new[node] = first.setdefault(signature(candidate), candidate) if _pure(node) else candidate
+        if isinstance(node, Constant):
+            new[node] = first.setdefault(("Constant", value_key(node.value)), node)
+        elif _pure(node):
+            new[node] = first.setdefault(signature(candidate), candidate)
+        else:
+            new[node] = candidate
     return [new[fetch] for fetch in fetches]
+
+
+COMMUTATIVE = ("add", "multiply", "maximum")
+"""Primitives whose two arguments can change places: ``a + b`` and ``b + a`` are one value."""
 
 
 def signature(node):
     """What an Operation computes, as a hashable key: primitive, arguments (input nodes by
-    identity, numbers by value), keyword arguments and device.  Equal keys, equal values."""
+    identity, numbers by value; in either order for a COMMUTATIVE primitive), keyword arguments
+    and device.  Equal keys, equal values."""
     inputs = dict(zip(node.parent_argnums, node.parents))
-    args = tuple(("node", id(inputs[i])) if i in inputs else ("value", _value_key(arg))
+    args = tuple(("node", id(inputs[i])) if i in inputs else ("value", value_key(arg))
                  for i, arg in enumerate(node.args))
-    kwargs = tuple(sorted((key, _value_key(value)) for key, value in node.kwargs.items()))
+    if node.fun.__name__ in COMMUTATIVE:
+        args = tuple(sorted(args, key=repr))
+    kwargs = tuple(sorted((key, value_key(value)) for key, value in node.kwargs.items()))
     return node.fun, args, kwargs, node.device
 
 
@@ -403,12 +418,12 @@ def _pure(node):
     return node.fun is not None and not getattr(node.fun, "stateful", False)
 
 
-def _value_key(value):
+def value_key(value):
     """A hashable stand-in for a number, array, index or tuple written into an operation."""
     if isinstance(value, (tuple, list)):
-        return type(value).__name__, tuple(map(_value_key, value))
+        return type(value).__name__, tuple(map(value_key, value))
     if isinstance(value, slice):
-        return "slice", _value_key(value.start), _value_key(value.stop), _value_key(value.step)
+        return "slice", value_key(value.start), value_key(value.stop), value_key(value.step)
     if value is None or value is Ellipsis:
         return repr(value)
     array = np.asarray(value)
@@ -439,8 +454,9 @@ def _unflatten(fetches, results):
     return results[0]
 
 
-def _toposort_all(nodes):
-    """One topological order covering every fetch (each node once)."""
+def prune(nodes):
+    """The graph pruned to ``nodes``: what they depend on, in one topological order, each node
+    once (the fetches of a run; slide 35's "optimized version" starts here)."""
     seen, order = set(), []
     for fetch in nodes:
         for node in toposort(fetch):
