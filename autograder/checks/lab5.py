@@ -65,20 +65,22 @@ def _nans(shape, dtype):
 def _work(tally, read, write, extra):
     """What the threads of a counted launch did with the arrays named ``read`` and ``write``
     (plus ``extra``): the measured side of a work check."""
-    return {f"elements of {read} read by the busiest thread": tally.most([read], "reads"),
+    return {"accesses of more than one element at once": tally.bulk(),
+            f"elements of {read} read by the busiest thread": tally.most([read], "reads"),
             f"threads that read {read}": tally.busy([read], "reads"),
             f"elements of {write} written by the busiest thread": tally.most([write], "writes"),
-            "accesses of more than one element at once": tally.bulk(), **extra}
+            **extra}
 
 
 def _work_expected(n, threads, read, write, extra, writes=None):
     """The same for the lab's algorithm, where thread g of ``threads`` handles the elements
     g, g + threads, ... of ``n``: every thread does its share, and no more."""
     share = -(-n // threads)
-    return {f"elements of {read} read by the busiest thread": share,
+    return {"accesses of more than one element at once": 0,
+            f"elements of {read} read by the busiest thread": share,
             f"threads that read {read}": min(n, threads),
             f"elements of {write} written by the busiest thread": share if writes is None else writes,
-            "accesses of more than one element at once": 0, **extra}
+            **extra}
 
 
 WORK_HINT = ("thread g of the G threads in the grid handles the elements g, g + G, g + 2G, ... "
@@ -477,11 +479,11 @@ def matmul_work_check(rng):
             "dtypes of the shared arrays": sorted(set(tally.shared_dtypes))}
 
     def expected():
-        return {"loads from A and B by the busiest thread": 2 * steps,
+        return {"accesses of more than one element at once": 0,
+                "loads from A and B by the busiest thread": 2 * steps,
                 "shared-memory reads by the busiest thread (counted up to 2 K)": 2 * k,
                 "barriers per thread (fewest, most)": [2 * steps, 2 * steps],
                 "elements of C written by the busiest thread": 1, "elements of C written": m * n,
-                "accesses of more than one element at once": 0,
                 "dtypes of the shared arrays": ["float32"]}
 
     return Case(what=(f"matmul_tiled launched as kernel[{grid}, (TILE, TILE)](A, B, C) with TILE = "
@@ -610,12 +612,12 @@ def spmv_work_check(rng):
                 "accesses of more than one element at once": tally.bulk()}
 
     def expected():
-        return {"rows of y written by the busiest thread": -(-shape[0] // grid_threads),
+        return {"accesses of more than one element at once": 0,
+                "rows of y written by the busiest thread": -(-shape[0] // grid_threads),
                 "threads that wrote y": min(shape[0], grid_threads),
                 "reads of data by the busiest thread": int(max(
                     nnz_of[g::grid_threads].sum() for g in range(grid_threads))),
-                "reads of data and of x in all": [len(data), len(data)],
-                "accesses of more than one element at once": 0}
+                "reads of data and of x in all": [len(data), len(data)]}
 
     return Case(what=(f"spmv_kernel launched as kernel[{blocks}, {threads}](data, indices, indptr, "
                       f"x, y) for A of shape {shape} with {len(data)} nonzeros, every thread's "
