@@ -103,7 +103,7 @@ defvjp_zero(one_hot_like)
 
 
 def softmax_cross_entropy(logits, labels):
-    """Mean cross-entropy of ``softmax(logits)`` against integer ``labels`` (slides 6-7).
+    """Mean cross-entropy of ``softmax(logits)`` against integer ``labels`` (slides 5-10).
 
     ``L = -(1/B) sum_b log softmax(logits_b)[labels_b]``, with ``logits`` ``(B, C)`` and ``labels``
     ``(B,)`` ints in ``0..C-1``.  Computed as ``-mean(sum(one_hot * log_softmax(logits)))``;
@@ -120,7 +120,7 @@ def accuracy(logits, labels):
 
 class SGD:
     """Stochastic gradient descent on a parameter dict: ``theta <- theta - lr * dL/dtheta``
-    (slides 8-10), the same update as the framework's ``GradientDescentOptimizer``."""
+    (slides 5-10), the same update as the framework's ``GradientDescentOptimizer``."""
 
     def __init__(self, learning_rate):
         self.learning_rate = learning_rate

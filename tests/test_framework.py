@@ -406,3 +406,46 @@ def test_place_sets_devices_by_primitive_and_counts_them(graph, recording_device
     with pytest.raises(ValueError, match="'tpu'.*cuda"):
         with fw.device("tpu"):
             pass
+
+
+def test_folding_leaves_variables_to_be_read_when_the_graph_runs(graph):
+    w, x = fw.Variable(0.0, "w"), fw.Placeholder((), "x")
+    y = mini.exp(w) * x + mini.exp(fw.Constant(0.0, "c"))
+    session = fw.Session(optimize=True)
+    assert session.run(y, {x: 2.0}) == pytest.approx(3.0)
+    w.assign(1.0)
+    assert session.run(y, {x: 2.0}) == pytest.approx(2 * np.e + 1.0)
+    assert sum(isinstance(n, fw.Constant) for n in _plan([y])) == 1
+
+
+def test_a_stateful_operation_is_neither_folded_nor_merged(graph):
+    calls = []
+
+    def record(value):
+        calls.append(value)
+        return value
+
+    side_effect = mini.primitive(record)
+    side_effect.stateful = True
+    c = fw.Constant(2.0, "c")
+    total = side_effect(c) + side_effect(c)
+    optimised = fw.optimize([total])
+    assert calls == [] and len(fw.prune(optimised)) == len(fw.prune([total]))
+    assert fw.Session(optimize=True).run(total) == 4.0 and calls == [2.0, 2.0]
+
+
+def test_place_keeps_a_device_given_by_hand(graph):
+    x = fw.Placeholder((None,), "x")
+    with fw.device("numpy"):
+        y = mini.exp(x)
+    assert fw.place([mini.tanh(y)], {"exp": "cpu"}, "cpu") == {"numpy": 1, "cpu": 1}
+    assert y.device == "numpy"
+
+
+def test_equal_constants_are_merged_and_then_what_reads_them(graph):
+    x = fw.Placeholder((None,), "x")
+    a, b = fw.Constant(np.arange(3.0), "a"), fw.Constant(np.arange(3.0), "b")
+    c = fw.Constant(np.arange(3.0).astype(np.float32), "c")           # another dtype: kept apart
+    ends = fw.eliminate_common_subexpressions([x * a, x * b, x * c])
+    assert ends[0] is ends[1] is not ends[2]
+    assert len(fw.prune(ends)) == 5
