@@ -12,7 +12,8 @@ only its own points:
   recorded graphs node by node and the gradients mini's reverse pass finds on them;
 * the table checks call the student's ``vjps[primitive][argnum]`` directly, on every broadcasting,
   axis and keepdims variant in every run, with mini's way of undoing broadcasting standing in for
-  the student's ``unbroadcast``, and compare with mini's table;
+  the student's ``unbroadcast``, and compare with mini's table (an entry that is mini's own gets
+  nothing, and mini's table is emptied while the student's entry runs);
 * the backward_pass checks trace random programs with mini's ``Box``, and give the student's
   backward_pass mini's ``toposort``, VJP table and ``add_outgrads``;
 * make_vjp runs with mini's ``Box`` and backward_pass, grad with those and mini's make_vjp,
@@ -22,6 +23,7 @@ While lab 3 is graded the worker switches off mini's versions of what the lab as
 see autograder.guard).  The stand-ins above are private copies made when this module is imported,
 before that happens, so they keep working.
 """
+import contextlib
 import types
 import warnings
 
@@ -223,6 +225,36 @@ def _arguments(args):
                      else repr(arg) for arg in args)
 
 
+class _SwitchedOff:
+    """What each entry of mini's VJP table holds while a student's table entry runs."""
+
+    def __init__(self, prim):
+        self.name = getattr(prim, "__name__", repr(prim))
+
+    def __getitem__(self, argnum):
+        raise LookupError(f"mini.vjp_table[{self.name}] is mini's reference for what "
+                          "lab3_autodiff asks you to write, so it is switched off while your "
+                          "table is graded: use your own")
+
+
+@contextlib.contextmanager
+def _mini_table_switched_off():
+    """mini's VJP table, emptied of its VJPs for the duration (the dict itself: a VJP that looks
+    mini's up when it runs finds nothing), then put back as it was."""
+    saved = dict(ref_table)
+    ref_table.update({prim: _SwitchedOff(prim) for prim in saved})
+    try:
+        yield
+    finally:
+        ref_table.clear()
+        ref_table.update(saved)
+
+
+def _is_mini_entry(vjp, prim, argnum):
+    entries = ref_table.get(prim)
+    return isinstance(entries, dict) and entries.get(argnum) is vjp
+
+
 def _table_case(rng, label, prim_of, argnum, variants, expected_vjp, hint):
     """Case: the student's ``vjps[prim][argnum]`` on every ``(args, kwargs)`` of ``variants``.
 
@@ -246,8 +278,11 @@ def _table_case(rng, label, prim_of, argnum, variants, expected_vjp, hint):
             raise KeyError(f"your table vjps has no entry vjps[{label}][{argnum}]: register the "
                            f"VJP of {label} for argument {argnum}")
         vjp = student.vjps[prim][argnum]
+        if _is_mini_entry(vjp, prim, argnum):
+            raise LookupError(f"vjps[{label}][{argnum}] is mini's own VJP, taken from "
+                              "mini.vjp_table: write your own")
         results = {}
-        with student.using(unbroadcast=ref_unbroadcast):
+        with student.using(unbroadcast=ref_unbroadcast), _mini_table_switched_off():
             for args, kwargs, ans, g in drawn:
                 try:
                     results[name(args, kwargs, g)] = vjp(_copy(g), _copy(ans), *map(_copy, args),
