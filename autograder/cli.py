@@ -74,6 +74,10 @@ def _parser():
                                               "recorded in every results.json)")
     sub.add_argument("--workers", type=int, default=os.cpu_count(),
                      help="submissions graded at once (default: the number of cores)")
+    sub.add_argument("--scheduler", metavar="ADDRESS",
+                     help="grade on the Dask cluster whose scheduler is at ADDRESS "
+                          "(tcp://host:8786), each submission on one of its workers, instead of "
+                          "on this machine's cores")
     _limit_options(sub)
     sub.add_argument("-v", "--verbose", action="store_true",
                      help="pytest's report of every test cell, with each failure's message")
@@ -164,7 +168,7 @@ def _grade(args):
         "MINI_GRADE_SUBMISSIONS": str(submissions),
         "MINI_GRADE_LABS": ",".join(course.expand(args.lab)),
         "MINI_GRADE_OUT": str(out), "MINI_GRADE_SEED": str(seed),
-        "MINI_GRADE_WORKERS": str(args.workers),
+        "MINI_GRADE_WORKERS": str(args.workers), "MINI_GRADE_SCHEDULER": args.scheduler or "",
         "MINI_GRADE_LIMITS": json.dumps({"check_seconds": args.check_seconds,
                                          "cell_seconds": args.cell_seconds,
                                          "worker_seconds": args.worker_seconds})})

@@ -32,7 +32,7 @@ from autograder.checks import LABS, new_seed
 
 REPO = runner.REPO
 # What only the nbgrader path and Jupyter itself need: Gradescope grades without them.
-NOT_FOR_GRADING = {"nbgrader", "jupyterlab", "nbclient"}
+NOT_FOR_GRADING = {"nbgrader", "jupyterlab", "nbclient", "distributed"}   # distributed: grade --scheduler
 STUDENT = "submission"
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)        # fixed, so the same sources give the same zip
 

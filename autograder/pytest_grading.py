@@ -2,8 +2,9 @@
 
 ``python -m autograder grade`` runs pytest on this file with the batch described in environment
 variables (MINI_GRADE_SUBMISSIONS, MINI_GRADE_LABS, MINI_GRADE_OUT, MINI_GRADE_SEED,
-MINI_GRADE_WORKERS, MINI_GRADE_LIMITS).  Every submission is graded once, up front, in worker
-processes (``autograder.runner``); each test then reports one test cell's verdict with the check's message,
+MINI_GRADE_WORKERS, MINI_GRADE_LIMITS, MINI_GRADE_SCHEDULER).  Every submission is graded once,
+up front, in worker processes (``autograder.runner``) on this machine or on a Dask cluster
+(``autograder.cluster``); each test then reports one test cell's verdict with the check's message,
 and the session writes ``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
 """
 import concurrent.futures
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from autograder import runner
+from autograder import cluster, runner
 
 
 def settings():
@@ -27,6 +28,7 @@ def settings():
                 out=Path(os.environ.get("MINI_GRADE_OUT", "results")),
                 seed=int(os.environ.get("MINI_GRADE_SEED", "0")),
                 workers=int(os.environ.get("MINI_GRADE_WORKERS", "1")),
+                scheduler=os.environ.get("MINI_GRADE_SCHEDULER", ""),
                 limits=runner.Limits(**json.loads(os.environ.get("MINI_GRADE_LIMITS", "{}"))))
 
 
@@ -46,13 +48,10 @@ def graded():
     batch = settings()
     jobs = [(lab, student, path) for lab in batch["labs"]
             for student, path in find_submissions(batch["submissions"], lab)]
-    with concurrent.futures.ThreadPoolExecutor(max(1, batch["workers"])) as pool:
-        futures = [pool.submit(runner.grade_submission, path, lab, student, batch["seed"],
-                               batch["limits"]) for lab, student, path in jobs]
-        for _ in tqdm(concurrent.futures.as_completed(futures), total=len(futures),
-                      desc="grading", unit="submission", file=sys.stderr):
-            pass
-        results = [future.result() for future in futures]
+    if batch["scheduler"]:
+        results = cluster.grade(batch["scheduler"], jobs, batch["seed"], batch["limits"], _progress)
+    else:
+        results = _grade_here(jobs, batch["seed"], batch["limits"], batch["workers"])
     out = batch["out"]
     for result in results:
         folder = out / result.lab / result.student
@@ -66,6 +65,21 @@ def graded():
             writer.writerow([result.student, result.lab, result.score, result.max_score,
                              batch["seed"]])
     return {(r.lab, r.student): r for r in results}
+
+
+def _grade_here(jobs, seed, limits, workers):
+    """Grade on this machine, ``workers`` submissions at a time (each in its own sandboxed
+    worker process; the threads only wait for them)."""
+    with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
+        futures = [pool.submit(runner.grade_submission, path, lab, student, seed, limits)
+                   for lab, student, path in jobs]
+        for _ in _progress(concurrent.futures.as_completed(futures), total=len(futures)):
+            pass
+        return [future.result() for future in futures]
+
+
+def _progress(done, total):
+    return tqdm(done, total=total, desc="grading", unit="submission", file=sys.stderr)
 
 
 def pytest_generate_tests(metafunc):

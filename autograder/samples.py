@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.runner import source_notebook
+from autograder.runner import source_notebook, test_cells
 
 KINDS = ("full", "untouched", "bug", "loops", "no_test")
 
@@ -57,6 +57,22 @@ def make(kind, lab, release_folder):
     elif kind != "full":
         raise ValueError(f"unknown sample kind {kind!r}; the kinds are {', '.join(KINDS)}")
     return nb
+
+
+def expected_score(kind, lab):
+    """What a sample of this ``kind`` must score for ``lab`` (out of 100): the points its broken
+    fill-in carries are lost, nothing else."""
+    points = dict(test_cells(lab))
+    if kind in ("full", "no_test"):
+        return 100
+    if kind == "untouched":
+        return 0
+    if kind == "bug":
+        return 100 - points["test_" + BUGS[lab][0]]
+    nb = nbformat.read(source_notebook(lab), as_version=4)       # "loops": its first fill-in
+    first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+                 and "### BEGIN SOLUTION" in c.source)
+    return 100 - points["test_" + first.metadata["nbgrader"]["grade_id"]]
 
 
 def write(kind, lab, release_folder, path):
