@@ -204,22 +204,35 @@ def _tested(cell, resources):
 
 
 class CutOutput(NbGraderPreprocessor):
-    """Cut each text output of a code cell to ``max_chars`` characters; drop larger other data."""
+    """Cut each text output of a code cell to ``max_chars`` characters; keep pictures up to
+    ``max_image_chars`` each and ``max_notebook_image_chars`` in all (so the feedback still shows
+    the lab's plots, while a notebook that draws thousands of them cannot bloat the gradebook);
+    drop any other large data."""
 
     max_chars = 20_000
+    max_image_chars = 1_000_000                 # base64: a PNG of about 750 kB
+    max_notebook_image_chars = 10_000_000
+
+    def preprocess(self, nb, resources):
+        self._images_left = self.max_notebook_image_chars
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         for output in cell.get("outputs", []):
             if isinstance(output.get("text"), str):
                 output["text"] = _cut(output["text"], self.max_chars)
             for kind, value in list(output.get("data", {}).items()):
-                if isinstance(value, str) and len(value) > self.max_chars:
-                    if kind.startswith("text/"):
-                        output["data"][kind] = _cut(value, self.max_chars)
-                    else:
-                        del output["data"][kind]
-                        output["data"]["text/plain"] = f"({kind} output of {len(value)} " \
-                                                       "characters left out)"
+                if not isinstance(value, str) or len(value) <= self.max_chars:
+                    continue
+                if kind.startswith("text/"):
+                    output["data"][kind] = _cut(value, self.max_chars)
+                elif kind.startswith("image/") and len(value) <= min(self.max_image_chars,
+                                                                     self._images_left):
+                    self._images_left -= len(value)
+                else:
+                    del output["data"][kind]
+                    output["data"]["text/plain"] = f"({kind} output of {len(value)} " \
+                                                   "characters left out)"
         return cell, resources
 
 
