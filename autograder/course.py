@@ -9,10 +9,10 @@ import stat
 import sys
 from pathlib import Path
 
+from autograder import REPO
 from autograder.checks import LABS
 
-CONFIG_FILE = Path(__file__).resolve().parent / "nbgrader_config.py"
-REPO = CONFIG_FILE.parent.parent
+CONFIG_FILE = REPO / "autograder" / "nbgrader_config.py"
 
 
 def course_dir():
@@ -65,8 +65,10 @@ def api(db_url=None, kernel_name=None, ipc_prefix=None):
 
 
 def exchange_dir():
-    """nbgrader's exchange folder, as ``nbgrader_config.py`` names it."""
-    return Path(load_config().Exchange.root)
+    """nbgrader's exchange folder (``nbgrader_config.py`` gives nbgrader this one): on a shared
+    server the system folder the hub passes as ``MINI_EXCHANGE_DIR``, else the course folder's
+    ``exchange/``."""
+    return Path(os.environ.get("MINI_EXCHANGE_DIR") or course_dir() / "exchange").resolve()
 
 
 def ensure_exchange():

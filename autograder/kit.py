@@ -14,9 +14,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import REPO
 from autograder.checks import LABS
-
-REPO = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "mini-labs"
 # What a student's notebooks need: mini's own imports, JupyterLab 4, and nbgrader 0.9 for the
 # Validate button.  Versions come from the repository's pyproject.toml.

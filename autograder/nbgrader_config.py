@@ -6,12 +6,10 @@ run writes (submissions, autograded copies, feedback, the gradebook) lives in th
 feedback travel between instructor and students through nbgrader's exchange folder (below).
 """
 import os
-from pathlib import Path
 
-from autograder.course import find_nbgrader_tools
+from autograder.course import REPO, course_dir, exchange_dir, find_nbgrader_tools
 
-REPO = Path(__file__).resolve().parent.parent
-COURSE = Path(os.environ.get("MINI_COURSE_DIR") or REPO / "course").resolve()
+COURSE = course_dir()
 # What a fresh checkout's formgrader needs: a course folder to open the gradebook in, and
 # nbgrader's `alembic` on PATH when the virtualenv was not activated.
 COURSE.mkdir(parents=True, exist_ok=True)
@@ -32,7 +30,7 @@ c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
 # it from autograder/student_nbgrader_config.py.  Without that variable (a laptop, one account
 # trying the round trip) it is the course folder's exchange/: no root needed, and hidden from
 # student code while it is graded, as the rest of the course folder is.
-c.Exchange.root = os.environ.get("MINI_EXCHANGE_DIR") or str(COURSE / "exchange")
+c.Exchange.root = str(exchange_dir())
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 

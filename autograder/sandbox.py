@@ -35,11 +35,10 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import landlock
+from autograder import REPO, landlock
 
 KERNEL_NAME = "mini-grader"
 KINDS = ("namespaces", "namespaces-only", "landlock", "none")
-REPO = Path(__file__).resolve().parent.parent
 
 
 @functools.lru_cache(maxsize=None)
