@@ -29,7 +29,8 @@ def test_a_plot_stays_and_long_text_is_cut():
 
 
 def test_a_huge_picture_or_too_many_pictures_are_left_out():
-    huge = v4.new_output("display_data", data={"image/png": _picture(CutOutput.max_image_chars + 1)})
+    huge = v4.new_output("display_data",
+                         data={"image/png": _picture(CutOutput.max_image_chars + 1)})
     assert "image/png" not in _cut(_notebook(huge))[0]["data"]
     assert "characters left out" in _cut(_notebook(huge))[0]["data"]["text/plain"]
 
