@@ -20,10 +20,11 @@ def pytest_unconfigure():
 # The slowest files first (measured, slowest at the top), so that `make test`'s two xdist workers
 # (--dist loadfile --no-loadscope-reorder: a file at a time, in this order) end together instead of
 # one of them running a long file alone at the end.
-SLOWEST_FIRST = ["test_hostile_nbgrader.py", "test_reruns.py", "test_autograder.py",
-                 "test_hostile.py", "test_exchange.py", "test_verdicts_outside.py", "test_kit.py",
-                 "test_labs.py", "test_sandbox.py", "test_kernels_cuda.py", "test_exit_codes.py",
-                 "test_gradescope.py"]
+SLOWEST_FIRST = ["test_labs_grading.py", "test_autograder.py", "test_hostile_nbgrader.py",
+                 "test_reruns.py", "test_exchange.py", "test_pytest_path_samples.py", "test_hostile.py",
+                 "test_kit.py", "test_labs.py", "test_verdicts_outside.py", "test_sandbox.py",
+                 "test_lab5_kernels_checks.py", "test_kernels_cuda.py", "test_gradescope.py",
+                 "test_exit_codes.py", "test_cluster.py"]
 
 
 def pytest_collection_modifyitems(items):
