@@ -43,7 +43,8 @@ def make(kind, lab, release_folder):
                              f"{grade_id!r}")
         cell.source = head + marker + answer.replace(old, new, 1)
     elif kind == "loops":
-        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+        cell = next(c for c in nb.cells if c.cell_type == "code"
+                    and c.metadata.get("nbgrader", {}).get("solution")
                     and "### BEGIN SOLUTION" in c.source)
         lines = cell.source.split("\n")
         at = next(i for i, line in enumerate(lines) if "### BEGIN SOLUTION" in line)
@@ -70,7 +71,8 @@ def expected_score(kind, lab):
     if kind == "bug":
         return 100 - points["test_" + BUGS[lab][0]]
     nb = nbformat.read(source_notebook(lab), as_version=4)       # "loops": its first fill-in
-    first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+    first = next(c for c in nb.cells if c.cell_type == "code"
+                 and c.metadata.get("nbgrader", {}).get("solution")
                  and "### BEGIN SOLUTION" in c.source)
     return 100 - points["test_" + first.metadata["nbgrader"]["grade_id"]]
 

@@ -63,3 +63,21 @@ def test_points_add_up_to_100_and_every_test_cell_has_checks(lab):
     checks = checks_of(lab)
     assert sorted(checks) == sorted(grade_id[len("test_"):] for grade_id, _ in cells)
     assert all(checks[name] for name in checks)
+
+
+WRITTEN = {"lab3_autodiff": 10, "lab4_framework": 10}     # points graded by hand, beyond the 100
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_written_answers_are_graded_by_hand_with_a_rubric_only_graders_see(lab):
+    def written(folder):
+        return {c.metadata["nbgrader"]["grade_id"]: c
+                for c in nbformat.read(_notebook(folder, lab), as_version=4).cells
+                if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
+    source, released = written("solutions"), written("labs")
+    assert sum(c.metadata["nbgrader"]["points"] for c in source.values()) == WRITTEN.get(lab, 0)
+    assert sorted(released) == sorted(source)
+    for grade_id, cell in source.items():
+        assert cell.metadata["nbgrader"]["solution"], grade_id        # the student's answer cell
+        assert "**Model answer.**" in cell.source and "**Rubric" in cell.source, grade_id
+        assert released[grade_id].source == "YOUR ANSWER HERE", grade_id

@@ -41,7 +41,8 @@ def _solution_with(lab, broken=None):
 def _fill_ins(lab):
     nb = nbformat.read(_notebook("solutions", lab), as_version=4)
     return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution") and "### BEGIN SOLUTION" in c.source]
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+            and "### BEGIN SOLUTION" in c.source]
 
 
 @pytest.mark.parametrize("lab", LABS)
