@@ -312,7 +312,8 @@ def test_kit_installed_in_a_fresh_venv_passes_every_visible_test_once_answered(r
 
     for lab in LABS:
         nb = nbformat.read(tmp_path / "executed" / f"{lab}.ipynb", as_version=4)
-        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        tests = [c for c in nb.cells
+                 if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
         assert tests and all(c.execution_count for c in tests), f"{lab}: a test cell did not run"
         probe = json.loads(nb.cells[-1].outputs[0]["text"])
         assert Path(probe["python"]).parent == python.parent, probe
