@@ -34,6 +34,7 @@ from autograder.hidden import visible_part
 from autograder.sandbox import REPO
 
 MAX_EVENT_BYTES = 16 * 2**20
+STEP_GRACE = 5.0            # seconds past a cell's or a check's limit before the worker is stopped
 
 
 @dataclasses.dataclass
@@ -295,7 +296,8 @@ def _run_worker(cells, keys, lab, seed, limits):
             os.close(write_fd)
             process.stdin.write(json.dumps(request).encode())
             process.stdin.close()
-            return _read_events(read_fd, process, limits.worker_seconds)
+            return _read_events(read_fd, process, limits.worker_seconds,
+                                max(limits.cell_seconds, limits.check_seconds) + STEP_GRACE)
     finally:
         os.close(read_fd)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -313,8 +315,13 @@ def hidden_folders():
             if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())]
 
 
-def _read_events(read_fd, process, seconds):
+def _read_events(read_fd, process, seconds, step_seconds):
+    """The worker's events, read until it exits; it is stopped when the whole run passes
+    ``seconds``, or when nothing arrives for ``step_seconds`` (the worker reports each cell and
+    check as it starts and ends, and its own alarm ends a slow one well before: a step that
+    blocks that alarm costs its own limit, not the whole submission's)."""
     deadline = time.monotonic() + seconds
+    quiet_until = time.monotonic() + step_seconds
     buffer, reason = b"", None
     os.set_blocking(read_fd, False)
     while True:
@@ -324,6 +331,7 @@ def _read_events(read_fd, process, seconds):
             chunk = None
         if chunk:
             buffer += chunk
+            quiet_until = time.monotonic() + step_seconds
             if len(buffer) > MAX_EVENT_BYTES:
                 reason = "it sent more data back than any honest run does"
                 break
@@ -332,6 +340,9 @@ def _read_events(read_fd, process, seconds):
             break
         if time.monotonic() > deadline:
             reason = f"it ran past the {seconds:g} s limit for a whole submission"
+            break
+        if time.monotonic() > quiet_until:
+            reason = f"one cell or check ran past {step_seconds:g} s, ignoring its time limit"
             break
         time.sleep(0.01)
     if reason is None and process.wait() != 0:

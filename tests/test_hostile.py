@@ -80,3 +80,11 @@ def test_printed_output_is_cut(batch):
     results = out / cases.LAB / "prints_megabytes" / "results.json"
     report = json.loads(results.read_text())["output"]
     assert len(report) < 100_000 and "more characters cut" in report
+
+
+def test_a_cell_that_blocks_its_alarm_is_stopped_at_its_own_limit(batch):
+    """It costs its cell's limit and a grace (15 s here), not the submission's 60 s."""
+    *_, out = batch
+    printed = _printed(out, "ignores_alarms_and_interrupts_then_loops")
+    assert any("one cell or check ran past 15 s, ignoring its time limit" in line
+               for line in printed), printed
