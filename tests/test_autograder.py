@@ -53,7 +53,8 @@ def test_nbgrader_path_gives_each_sample_student_the_expected_score(course_folde
 
 def test_pytest_path_agrees_with_nbgrader_and_writes_gradescope_results(course_folder):
     out = course_folder / "results"
-    assert cli.main(["grade", ",".join(NBGRADER_LABS), "--out", str(out), "--seed", "5"]) == 0
+    assert cli.main(["grade", ",".join(NBGRADER_LABS), "--out", str(out), "--seed", "5",
+                     "--cell-seconds", "10"]) == 0     # as the course's nbgrader run above
     nbgrader_scores = _nbgrader_scores(course_folder)
     with open(out / "grades.csv") as file:
         rows = list(csv.DictReader(file))
