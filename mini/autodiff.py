@@ -13,7 +13,7 @@ import numpy as np
 from mini.graph import Node, toposort
 from mini.primitives import add, reshape, stack, vjp_of, zeros_like
 from mini.primitives import sum as total
-from mini.tracing import TracedValue, new_trace, raw
+from mini.tracing import TracedValue, holds_traced, joined, new_trace, raw
 
 class Box(Node, TracedValue):
     """A value being traced: a graph node that behaves like the number or array it holds.
@@ -87,6 +87,8 @@ def make_vjp(fun, *args, argnum=0):
     for i in map(_position, argnums, [args] * len(argnums)):
         boxed[i] = _box_leaves(args[i], i, starts, trace)
     end = fun(*boxed)
+    if holds_traced(end):                       # np.array of traced values
+        end = joined(end)
     traced = isinstance(end, Box) and end.trace == trace
     if not traced:
         _refuse_untraceable_output(fun, end)

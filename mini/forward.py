@@ -9,7 +9,7 @@ forward mode suits functions with few inputs and many outputs, reverse mode the 
 import numpy as np
 
 from mini.primitives import add, jvp_of, zeros_like
-from mini.tracing import TracedValue, new_trace, raw
+from mini.tracing import TracedValue, holds_traced, joined, new_trace, raw
 
 
 class Dual(TracedValue):
@@ -54,6 +54,8 @@ def make_jvp(fun, *args, argnum=0):
         dualled[argnum] = Dual(x if np.asarray(value).dtype.kind == "f" else
                                np.asarray(value, dtype=np.float64), v, trace)
         end = fun(*dualled)
+        if holds_traced(end):                   # np.array of traced values
+            end = joined(end)
         if isinstance(end, Dual) and end.trace == trace:
             return end.value, end.tangent
         return end, zeros_like(end)

@@ -31,7 +31,8 @@ class Primitive:
     """A function with entries in :data:`vjp_table` and :data:`jvp_table`.
 
     Called on plain numbers or arrays it just computes.  Called with a traced value among its
-    positional arguments, it hands itself to that value's ``apply``, which records the call.
+    positional arguments (or in an object array among them, as ``np.array`` of traced values
+    makes), it hands itself to that value's ``apply``, which records the call.
     ``piecewise_constant`` primitives (comparisons, ``zeros_like``) have zero derivative wherever
     they have one, so traced values pass through them untraced.
     """
@@ -46,6 +47,10 @@ class Primitive:
         for arg in args:
             if isinstance(arg, Traced):
                 return arg.apply(self, args, kwargs)
+            if type(arg) is np.ndarray and arg.dtype.hasobject:     # np.array of traced values
+                for entry in arg.flat:
+                    if isinstance(entry, Traced):
+                        return entry.apply(self, args, kwargs)
         return self.fun(*args, **kwargs)
 
     def __repr__(self):

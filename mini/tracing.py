@@ -10,18 +10,26 @@ it, is recorded there in turn.  This is how HIPS autograd keeps nested traces ap
 The values behave like the arrays they hold: ``shape``, ``len``, ``bool`` (so ``if x > 0:``
 works), comparisons give plain boolean arrays (usable as masks), and numpy's shape queries work.
 Boxes stay hashable by identity: the reverse pass keys its gradients by node.
+
+``np.array([x, 2 * x])`` cannot return a traced value: numpy builds a new plain array from a list.
+So a traced value offers numpy an object array of itself (entry by entry, so the shape is numpy's),
+and numpy's own loops then apply ``+``, ``*``, ``@``, sums and means to the traced entries, which
+records them.  Where such an object array meets a primitive, or is returned, it is joined back
+into one traced array with ``stack``: numpy's value, shape and dtype.
 """
+import functools
 import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from mini.numpy_tracing import TracedArray
-from mini.primitives import Traced, equal, not_equal
+from mini.numpy_tracing import UFUNCS, TracedArray
+from mini.primitives import Traced, equal, getitem, not_equal, stack_args
 
 _trace_ids = itertools.count(1)
 _NUMPY_DIR = str(Path(np.__file__).resolve().parent)
+_NUMPY_METHODS = str(Path(np.__file__).resolve().parent / "_core" / "_methods.py")
 
 
 def new_trace():
@@ -34,6 +42,24 @@ def raw(x):
     while isinstance(x, TracedValue):
         x = x.value
     return x
+
+
+def holds_traced(x):
+    """Whether ``x`` is an object array (what ``np.array`` makes of traced values) holding any."""
+    return (isinstance(x, np.ndarray) and x.dtype == object
+            and any(isinstance(entry, TracedValue) for entry in x.flat))
+
+
+def joined(entries):
+    """An object array of traced values and numbers as one traced array, stacked axis by axis:
+    ``np.array([x, 2 * x])`` becomes ``stack([x, 2 * x])``, numpy's value, shape and dtype."""
+    if not isinstance(entries, np.ndarray):     # one entry: a traced value or a number
+        return entries
+    if entries.ndim == 0:
+        return entries[()]
+    if entries.size == 0:
+        raise ValueError(f"an empty object array of shape {entries.shape} holds no values to join")
+    return stack_args(0, *map(joined, entries))
 
 
 class TracedValue(TracedArray):
@@ -50,6 +76,8 @@ class TracedValue(TracedArray):
         argument of a later (inner) trace puts the earlier ones back.  ``outer`` says whether
         values of other traces remain, so that the primitive must be applied again to them.
         """
+        if any(map(holds_traced, args)):
+            args = [joined(arg) if holds_traced(arg) else arg for arg in args]
         values, argnums, traced, top, outer = list(args), [], [], None, False
         for argnum, arg in enumerate(args):
             if isinstance(arg, TracedValue):
@@ -82,7 +110,15 @@ class TracedValue(TracedArray):
     shape = property(lambda self: np.shape(raw(self)))
     ndim = property(lambda self: np.ndim(raw(self)))
     size = property(lambda self: np.size(raw(self)))
-    dtype = property(lambda self: np.result_type(raw(self)))
+
+    @property
+    def dtype(self):
+        """The value's dtype.  numpy's ``mean`` and ``var`` (in ``numpy/_core/_methods.py``) ask a
+        reduced result for its dtype only to turn it into a plain numpy scalar, which would drop
+        the trace; asked from there, a traced value has no dtype, so they return it traced."""
+        if sys._getframe(1).f_code.co_filename == _NUMPY_METHODS:
+            raise AttributeError("dtype")
+        return np.result_type(raw(self))
 
     def __len__(self):
         return len(raw(self))
@@ -99,18 +135,26 @@ class TracedValue(TracedArray):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _ENTRY_METHODS:           # np.exp of an object array calls entry.exp()
+            return functools.partial(_ENTRY_METHODS[name], self)
         kind = "method or attribute" if hasattr(np.ndarray, name) else "attribute"
         raise AttributeError(f"mini does not trace the array {kind} .{name} of a traced value; "
                              "use a mini primitive (mini.sum, mini.reshape, ...) or add one with "
                              "mini.primitive and mini.defvjp")
 
+    def __float__(self):
+        raise TypeError(_lost_trace(self, "float()"))
+
     def __array__(self, dtype=None, copy=None):
-        caller = _numpy_caller()
-        where = f"numpy.{caller}" if caller else "np.array / np.asarray"
-        raise TypeError(f"{where} was given a value traced by mini ({self!r:.80}) inside a list "
-                        "or to convert: mini cannot differentiate through that.  Join traced "
-                        "values with mini.stack or mini.concatenate, and pass them to numpy "
-                        "functions directly, not in a list")
+        """Entry by entry, an object array of this value's entries, each traced (see above)."""
+        if dtype is not None and np.dtype(dtype) != object:
+            raise TypeError(_lost_trace(self, f"a {np.dtype(dtype)} array"))
+        entries = np.empty(self.shape, dtype=object)
+        if entries.ndim == 0:
+            entries[()] = self
+        for index in np.ndindex(entries.shape) if entries.ndim else ():
+            entries[index] = getitem(self, index)
+        return entries
 
     def __array_function__(self, func, types, args, kwargs):
         if func in _QUERIES:
@@ -118,8 +162,19 @@ class TracedValue(TracedArray):
         return super().__array_function__(func, types, args, kwargs)
 
 
+_ENTRY_METHODS = {ufunc.__name__: prim for ufunc, prim in UFUNCS.items() if ufunc.nin == 1}
+"""numpy's loop over an object array calls ``entry.exp()`` for ``np.exp``: mini's primitive."""
+
 _QUERIES = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like}
 """numpy functions that read only shapes and types: answered from the value, untraced."""
+
+
+def _lost_trace(value, into):
+    caller = _numpy_caller()
+    where = f"numpy.{caller}" if caller else "np.array / np.asarray / float"
+    return (f"{where} would turn a value traced by mini ({value!r:.80}) into {into}, which mini "
+            "cannot differentiate through.  Leave out dtype= (np.array of traced values is "
+            "traced), or join them with mini.stack or mini.concatenate")
 
 
 def _numpy_caller():
