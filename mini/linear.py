@@ -143,27 +143,23 @@ def take(x, indices, axis=None):
 def untake(g, indices, like, axis=None):
     """The adjoint of ``take``: add each slice of ``g`` into the slice of ``like`` it came from.
 
-    Slices picked several times get the sum of their gradients.  Instead of ``np.add.at`` (slow,
-    one row at a time) the indices are sorted and each run of equal indices summed with
-    ``np.add.reduceat``, several times faster for an embedding's gradient.
+    Slices picked several times get the sum of their gradients.  Every entry of ``g`` lands on
+    one entry of the output, so the whole sum is one ``np.bincount`` over those flat positions,
+    weighted by ``g``: several times faster than ``np.add.at`` or sorting the indices and summing
+    runs with ``np.add.reduceat``, which both add one row at a time (an embedding's gradient).
     """
     if axis is None:
         return np.reshape(untake.fun(g, indices, np.ravel(like), 0), np.shape(like))
-    out = np.zeros(np.shape(like), dtype=np.result_type(g, like))
-    indices = np.asarray(indices)
-    axis = axis % out.ndim
-    rows = out.shape[axis]
-    flat = np.where(indices < 0, indices + rows, indices).ravel()
-    picked = range(axis, axis + indices.ndim)
-    flat_g = np.moveaxis(g, picked, range(indices.ndim)).reshape((flat.size,) + out.shape[:axis]
-                                                                  + out.shape[axis + 1:])
-    if flat.size:
-        order = np.argsort(flat, kind="stable")
-        sorted_rows = flat[order]
-        run_starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-        np.moveaxis(out, axis, 0)[sorted_rows[run_starts]] = np.add.reduceat(
-            flat_g[order], run_starts, axis=0)
-    return out
+    shape = np.shape(like)
+    axis = axis % len(shape)
+    rows, before, after = shape[axis], int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1:]))
+    indices = np.ravel(indices)
+    picked = np.where(indices < 0, indices + rows, indices)
+    # g is (before, picked, after) entries; entry (i, j, k) lands on (i, picked[j], k) of the output
+    positions = ((np.arange(before)[:, None, None] * rows + picked[None, :, None]) * after
+                 + np.arange(after))
+    sums = np.bincount(positions.ravel(), weights=np.ravel(g), minlength=before * rows * after)
+    return sums.astype(np.result_type(g, like), copy=False).reshape(shape)
 
 
 defvjp(getitem, lambda g, ans, x, index: scatter_add(g, index, x))
@@ -245,7 +241,13 @@ defjvp_every_argument(concatenate_part, _concatenate_part_jvp)
 
 @primitive
 def matmul(a, b):
-    """Matrix product with numpy's rules: (..., m, k) @ (..., k, n) -> (..., m, n); 1-D allowed."""
+    """Matrix product with numpy's rules: (..., m, k) @ (..., k, n) -> (..., m, n); 1-D allowed.
+
+    A stack of rows times one matrix (a layer applied to every token) is one 2-D product.
+    """
+    if np.ndim(a) > 2 and np.ndim(b) == 2:
+        rows = backend.ops.matmul(np.reshape(a, (-1, np.shape(a)[-1])), b)
+        return np.reshape(rows, np.shape(a)[:-1] + np.shape(b)[1:])
     return backend.ops.matmul(a, b)
 
 

@@ -157,8 +157,15 @@ class _EveryArgument:
 
 def _summed_to_argument(vjp, argnum):
     def summed(g, ans, *args, **kwargs):
-        return sum_to_like(vjp(g, ans, *args, **kwargs), args[argnum])
+        share, like = vjp(g, ans, *args, **kwargs), args[argnum]
+        if type(share) in _PLAIN and type(like) in _PLAIN and shape_of(share) == shape_of(like):
+            return share                # nothing was broadcast: skip the primitive call
+        return sum_to_like(share, like)
     return summed
+
+
+_PLAIN = (np.ndarray, np.float64, float, int)
+"""Types whose shape is known now (not framework nodes, not traced values)."""
 
 
 def _broadcast_to_answer(jvp):

@@ -46,7 +46,7 @@ def raw(x):
 
 def holds_traced(x):
     """Whether ``x`` is an object array (what ``np.array`` makes of traced values) holding any."""
-    return (isinstance(x, np.ndarray) and x.dtype == object
+    return (type(x) is np.ndarray and x.dtype.hasobject
             and any(isinstance(entry, TracedValue) for entry in x.flat))
 
 
@@ -76,8 +76,6 @@ class TracedValue(TracedArray):
         argument of a later (inner) trace puts the earlier ones back.  ``outer`` says whether
         values of other traces remain, so that the primitive must be applied again to them.
         """
-        if any(map(holds_traced, args)):
-            args = [joined(arg) if holds_traced(arg) else arg for arg in args]
         values, argnums, traced, top, outer = list(args), [], [], None, False
         for argnum, arg in enumerate(args):
             if isinstance(arg, TracedValue):
@@ -95,6 +93,8 @@ class TracedValue(TracedArray):
                 traced.append(arg)
                 if isinstance(value, TracedValue):
                     outer = True
+            elif type(arg) is np.ndarray and holds_traced(arg):     # np.array of traced values
+                return cls.apply(prim, [joined(a) if holds_traced(a) else a for a in args], kwargs)
             elif isinstance(arg, Traced):
                 raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad "
                                 f"with a framework node ({arg!r}); use one front end at a time")
