@@ -26,7 +26,8 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
 from autograder import hidden
-from autograder.checks import checks_of, new_seed
+from autograder.checks import LABS, checks_of, new_seed
+from autograder.runner import names_tests_read, skips_demo
 
 KERNEL_DIED = "KernelDied"
 DEAF = "KernelNotResponding"
@@ -89,14 +90,17 @@ class ResilientExecute(Execute):
     Here that cell gets an error output saying what happened, a fresh kernel re-runs the code cells
     before it (except those that already failed this way or timed out), and execution carries on
     with the next cell.  So a fill-in that crashes the kernel loses its own test cell's points, as
-    on the pytest path.
+    on the pytest path.  Demo cells are not run, as on the pytest path (``runner.skips_demo``).
     """
 
     def preprocess(self, nb, resources=None, km=None):
-        self._skip = set()
+        self._demo = _demo_cells(nb, resources)
+        self._skip = set(self._demo)
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
+        if index in self._demo:
+            return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -185,6 +189,15 @@ class VerdictsOutsideKernel(ResilientExecute):
         if _tested(cell, self.resources) is not None:
             replay.source = hidden.visible_part(cell.source)
         return replay
+
+
+def _demo_cells(nb, resources):
+    """The indices of the cells that grading skips; none for a notebook of no known lab."""
+    lab = (resources or {}).get("nbgrader", {}).get("assignment")
+    if lab not in LABS:
+        return set()
+    read = names_tests_read(lab)
+    return {index for index, cell in enumerate(nb.cells) if skips_demo(cell, read)}
 
 
 def _tested(cell, resources):

@@ -132,9 +132,7 @@ def cells_to_run(notebook_path, lab):
     (``fill-in`` names whose checks run after it); a test cell the submission deleted is put back
     after the cell that comes before it in the source, as nbgrader does, and a cell claiming a
     grade id already seen is dropped, as :class:`autograder.preprocessors.RestoreCells` does.
-    Cells tagged ``demo`` (plots, training runs, timings) are skipped unless they define a name
-    that a visible test reads (lab 2's first graph is one): that keeps grading fast, and a student
-    who tags a cell only skips their own code.
+    Demo cells are skipped (:func:`skips_demo`).
 
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
@@ -143,11 +141,8 @@ def cells_to_run(notebook_path, lab):
     order = [cell.metadata["nbgrader"]["grade_id"] for cell in source.cells
              if "grade_id" in cell.metadata.get("nbgrader", {})]
     tests = {grade_id for grade_id, _ in test_cells(lab)}
-    visible = {cell.metadata["nbgrader"]["grade_id"]: visible_part(cell.source)
-               for cell in source.cells
-               if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
-    read = set().union(*((_names(code, ast.Load) or set()) - (_names(code, ast.Store) or set())
-                         for code in visible.values()))     # what the tests take from before
+    visible = _visible_tests(lab)
+    read = names_tests_read(lab)
     rows, seen = [], set()                  # (grade id, cell to run or None) per submitted cell
     for index, cell in enumerate(nb.cells):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -157,8 +152,7 @@ def cells_to_run(notebook_path, lab):
             seen.add(grade_id)
         if grade_id in tests:
             rows.append((grade_id, (index, visible[grade_id], grade_id[len("test_"):])))
-        elif cell.cell_type == "code" and ("demo" not in cell.metadata.get("tags", [])
-                                           or _binds_any(cell.source, read)):
+        elif cell.cell_type == "code" and not skips_demo(cell, read):
             rows.append((grade_id, (index, cell.source, None)))
         else:
             rows.append((grade_id, None))
@@ -171,21 +165,56 @@ def cells_to_run(notebook_path, lab):
     return [row for _, row in rows if row is not None]
 
 
+def skips_demo(cell, tests_read):
+    """Whether grading skips this cell: a code cell tagged ``demo`` (plots, training runs,
+    timings) that defines none of ``tests_read``, the names a visible test reads
+    (:func:`names_tests_read`; lab 2's first graph is one).  Both grading paths skip the same
+    cells: that keeps grading fast, and a student who tags a cell only skips their own code."""
+    return (cell.cell_type == "code" and "demo" in cell.metadata.get("tags", [])
+            and not _binds_any(cell.source, tests_read))
+
+
+def names_tests_read(lab):
+    """The names the lab's visible tests take from the cells before them."""
+    return set().union(*((_names(code, ast.Load) or set()) - (_names(code, ast.Store) or set())
+                         for code in _visible_tests(lab).values()))
+
+
+def _visible_tests(lab):
+    """``{test cell id: its visible part}``, from the source notebook."""
+    tests = {grade_id for grade_id, _ in test_cells(lab)}
+    return {cell.metadata["nbgrader"]["grade_id"]: visible_part(cell.source)
+            for cell in nbformat.read(source_notebook(lab), as_version=4).cells
+            if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
+
+
 def _names(source, context):
-    """The names ``source`` reads (``ast.Load``) or binds (``ast.Store``, with the functions,
-    classes and imports it defines); None for code that does not parse."""
+    """The names ``source`` reads (``ast.Load``, anywhere) or binds in the notebook's namespace
+    (``ast.Store``: assignments, functions, classes and imports outside any function or class
+    body, and names a function declares ``global``); None for code that does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    names = {node.id for node in ast.walk(tree)
-             if isinstance(node, ast.Name) and isinstance(node.ctx, context)}
-    if context is ast.Store:
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if context is ast.Load:
+        return {node.id for node in ast.walk(tree)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    names = {name for node in ast.walk(tree) if isinstance(node, ast.Global)
+             for name in node.names}
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        if isinstance(node, scopes):
+            if not isinstance(node, ast.Lambda):
                 names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            todo.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
+        else:
+            todo.extend(ast.iter_child_nodes(node))
     return names
 
 

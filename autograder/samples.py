@@ -5,7 +5,7 @@ Each kind is what instructors meet in a real batch:
 * ``full``      the complete solution notebook, as if a student solved everything;
 * ``untouched`` the released notebook, submitted without an answer;
 * ``bug``       the solution with one realistic mistake in one fill-in (the edits in :data:`BUGS`);
-* ``loops``     the solution with one fill-in that never returns;
+* ``loops``     the solution with one fill-in cell that never finishes;
 * ``no_test``   the solution with one test cell deleted (nbgrader puts it back).
 """
 from pathlib import Path
@@ -42,15 +42,12 @@ def make(kind, lab, release_folder):
             raise ValueError(f"samples.BUGS[{lab!r}] expects {old!r} in the solution of cell "
                              f"{grade_id!r}")
         cell.source = head + marker + answer.replace(old, new, 1)
-    elif kind == "loops":
+    elif kind == "loops":           # stuck before it defines anything: one time limit is spent
         cell = next(c for c in nb.cells if c.cell_type == "code"
                     and c.metadata.get("nbgrader", {}).get("solution")
                     and "### BEGIN SOLUTION" in c.source)
-        lines = cell.source.split("\n")
-        at = next(i for i, line in enumerate(lines) if "### BEGIN SOLUTION" in line)
-        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
-        lines.insert(at + 1, f"{indent}while True:\n{indent}    pass")
-        cell.source = "\n".join(lines)
+        cell.source = "while True:   # waiting for something that never comes\n    pass\n" \
+            + cell.source
     elif kind == "no_test":
         tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
                  and not c.metadata["nbgrader"].get("solution")]

@@ -141,7 +141,7 @@ def map_grid_stride_check(rng):
 
 def map_float32_check(rng):
     """A (rows, cols) float32 array, flattened as the host wrapper does."""
-    rows, cols = _odd(rng, 5, 33), _odd(rng, 17, 65)
+    rows, cols = _odd(rng, 5, 17), _odd(rng, 17, 33)
     case = _map_case(rng, rows * cols, 3, 32, np.float32, hint=(
         "out has the dtype of x (float32 here); compute fn(x[i]) and store it. " + MAP_HINT))
     case.what += f" (a ({rows}, {cols}) array, flattened)"
@@ -222,7 +222,7 @@ def zip_grid_stride_check(rng):
 
 def zip_float32_check(rng):
     """A non-square float32 array with a 2 x 2 grid of blocks."""
-    shape = (_odd(rng, 17, 41), _odd(rng, 33, 65))
+    shape = (_odd(rng, 9, 21), _odd(rng, 17, 33))
     return _zip_case(rng, shape, (2, 2), (8, 4), np.float32, hint=(
         "out has the dtype of x and y (float32 here). " + ZIP_HINT))
 
@@ -311,7 +311,7 @@ def reduce_tiny_check(rng):
 
 def reduce_sum_check(rng):
     """A float64 sum with more elements than threads, at float64 precision."""
-    n = _odd(rng, 601, 1499)
+    n = _odd(rng, 401, 899)
     blocks = int(rng.integers(2, 4))
     return _reduce_case(rng, n, blocks, np.float64, "add", 1e-12, hint=(
         "there are more elements than threads, so each thread must first loop over its "
@@ -420,9 +420,9 @@ def matmul_tiny_check(rng):
 
 def matmul_multiple_check(rng):
     """Sides that are multiples of 16 (so of any tile of 4, 8 or 16): no edge tiles at all."""
-    shape = tuple(int(d) for d in rng.choice([16, 32], size=3))
-    if shape == (32, 32, 32):
-        shape = (32, 16, 32)
+    shape = [16, 16, 16]
+    shape[int(rng.integers(3))] = 32
+    shape = tuple(shape)
     return _matmul_case(rng, shape, np.float64, hint=(
         "no edge tiles here, so look at the tile indexing: A's tile is read along its row, B's "
         "along its column, and the inner loop multiplies a_tile[ty, kk] by b_tile[kk, tx]. "
@@ -431,7 +431,7 @@ def matmul_multiple_check(rng):
 
 def matmul_awkward_check(rng):
     """Odd sides (no multiple of any tile), at float64 precision (float32 tiles fail here)."""
-    shape = (_odd(rng, 5, 39), _odd(rng, 5, 39), _odd(rng, 5, 39))
+    shape = (_odd(rng, 5, 23), _odd(rng, 5, 23), _odd(rng, 5, 23))
     return _matmul_case(rng, shape, np.float64, tolerance=1e-12, hint=(
         "no side is a multiple of the tile here, so the last tile in each direction hangs over "
         "the edge. float64 is compared at float64 precision (if expected and got look equal, "
@@ -450,7 +450,7 @@ def matmul_thin_check(rng):
 
 def matmul_float32_check(rng):
     """Odd sides in float32."""
-    shape = (_odd(rng, 5, 39), _odd(rng, 5, 39), _odd(rng, 5, 39))
+    shape = (_odd(rng, 5, 23), _odd(rng, 5, 23), _odd(rng, 5, 23))
     return _matmul_case(rng, shape, np.float32, hint="C has the dtype of A and B (float32 here). "
                         + MATMUL_HINT)
 
