@@ -28,14 +28,13 @@ def run(keep=None, labs="all"):
     names = course.expand(labs)
     started = time.monotonic()
     print(f"== course folder {root}")
-    for lab in names:
-        _step(f"release {lab}", cli, ["release", lab])
+    chosen = ",".join(names)
+    _step(f"release {', '.join(names)}", cli, ["release", chosen])
     inbox = root / "inbox"
     for lab in names:
         for kind, student in STUDENTS.items():
             samples.write(kind, lab, root / "release", inbox / student / f"{lab}.ipynb")
     _step("collect the sample submissions", cli, ["collect", str(inbox)])
-    chosen = ",".join(names)
     failed = _step("autograde with nbgrader", cli, ["autograde", chosen])
     _step("grade with the pytest path", cli, ["grade", chosen, "--seed", "1234",
                                               "--cell-seconds", "10", "--check-seconds", "10"])
@@ -52,7 +51,10 @@ def run(keep=None, labs="all"):
 
 def _step(title, cli, argv):
     print(f"\n== {title}", flush=True)
-    return cli(argv) != 0
+    started = time.monotonic()
+    failed = cli(argv) != 0
+    print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
+    return failed
 
 
 def _print_table(course_folder, labs):

@@ -79,3 +79,17 @@ def test_student_using_swaps_names_back():
     with student.using(a=2, b=3):
         assert (student.a, student.b) == (2, 3)
     assert namespace == {"a": 1}
+
+
+def test_student_code_starts_with_a_copy_of_the_graders_font_list(tmp_path, monkeypatch):
+    from autograder import sandbox
+    grader = tmp_path / "grader-matplotlib"
+    grader.mkdir()
+    (grader / "fontlist-v390.json").write_text('{"fonts": "the grader\'s"}')
+    monkeypatch.setenv("MPLCONFIGDIR", str(grader))
+    environment = sandbox.student_environment(tmp_path / "home")
+    copy = tmp_path / "home" / "matplotlib" / "fontlist-v390.json"
+    assert environment["MPLCONFIGDIR"] == str(copy.parent)
+    assert copy.read_text() == '{"fonts": "the grader\'s"}'
+    copy.write_text("changed by a student")          # their own copy: the grader's is untouched
+    assert (grader / "fontlist-v390.json").read_text() == '{"fonts": "the grader\'s"}'
