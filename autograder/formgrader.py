@@ -1,31 +1,98 @@
-"""The formgrader's Autograde button, switched off: it would grade outside the sandbox.
+"""The formgrader's Autograde button, graded in the sandbox of ``python -m autograder autograde``.
 
-nbgrader's formgrader autogrades inside the Jupyter server that serves it: in a kernel with the
-server's rights, home folder and environment, where the course folder, the gradebook and
-``solutions/`` are all in reach of the submission's code.  :class:`RefuseInServer`, the first of
-the course's sanitize preprocessors (``nbgrader_config.py``), stops such a run before any cell
-executes and says what to run instead; everything else the formgrader does (the assignment
-list, manual grading, feedback) is unchanged, and the scores of ``python -m autograder
-autograde`` appear in it.
+nbgrader's formgrader autogrades inside the Jupyter server that serves it, and would start the
+submission's kernel as the server starts its own: with the server's rights, environment and
+Jupyter folders (its runtime folder holds the server's token and its kernels' connection files,
+its data folder the kernelspecs it launches), the course folder, the gradebook and ``solutions/``
+in reach.  Inside a server, ``nbgrader_config.py`` has the course's Execute preprocessor start
+every kernel with :class:`SandboxedKernelManager` instead: the CLI's ``mini-grader`` kernel
+(:func:`autograder.sandbox.install_grading_kernel`, :mod:`autograder.kernel`), whatever kernel the
+notebook names.  The preprocessors are the CLI's, so the hidden checks' verdicts are decided in the
+server's process, outside the kernel, as in a CLI worker; the server writes the scores straight
+into the course gradebook, which the kernel cannot see.
 """
+import os
+import shutil
 import sys
+import tempfile
+import uuid
+from pathlib import Path
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
+                                jupyter_path, jupyter_runtime_dir)
 
-MESSAGE = ("Autograding from the formgrader would run the submission outside the grading "
-           "sandbox, with this server's rights. Run it from a terminal instead: "
-           "python -m autograder autograde {lab} (the formgrader then shows the scores).")
+from autograder import sandbox
+from autograder.runner import Limits, hidden_folders
 
-
-class RefuseInServer(NbGraderPreprocessor):
-    """Raise, naming the command to run, when nbgrader autogrades inside a Jupyter server."""
-
-    def preprocess(self, nb, resources):
-        if _inside_jupyter_server():
-            raise RuntimeError(MESSAGE.format(lab=resources["nbgrader"]["assignment"]))
-        return nb, resources
+MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
 
 
-def _inside_jupyter_server():
+def inside_jupyter_server():
+    """Whether this process is a Jupyter server (nbgrader runs in it for the formgrader)."""
     serverapp = sys.modules.get("jupyter_server.serverapp")
     return serverapp is not None and serverapp.ServerApp.initialized()
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """Start the sandboxed ``mini-grader`` kernel, in the submission's autograded folder.
+
+    Each manager (one per kernel: a kernel that dies is replaced by a new manager) installs the
+    kernelspec in a private folder of its own in the server's runtime folder, and keeps there the
+    kernel's connection file, IPC sockets and temporary home (``run/``).  The kernel sees none of
+    the server's Jupyter folders (so no other kernel's folder either) but its own ``run/``, nor
+    the course folder but its own autograded copy (its only other writable folder), nor the
+    solutions or the exchange; so no kernel can rewrite the launch file of another, or reach the
+    server.  The folder is removed with the kernel.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**{**kwargs, "kernel_name": sandbox.KERNEL_NAME})
+        hidden = [*hidden_folders(), *_server_folders()]
+        self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
+        runtime = self.folder / "run"
+        runtime.mkdir()
+        limits = Limits()
+        sandbox.install_grading_kernel(self.folder / "jupyter", runtime,
+                                       [*hidden, self.folder],
+                                       limits.memory_bytes, limits.file_bytes)
+        self.kernel_spec_manager = KernelSpecManager(
+            kernel_dirs=[str(self.folder / "jupyter" / "kernels")])
+        self.transport, self.ip = "ipc", str(runtime / "kernel-ipc")
+        if len(self.ip) + len("-65535") > MAX_SOCKET_PATH:
+            shutil.rmtree(self.folder)
+            raise ValueError(f"the grading kernel's sockets would lie in {runtime}, a path too "
+                             f"long for a Unix socket (at most {MAX_SOCKET_PATH} characters): "
+                             "start the server with a shorter JUPYTER_RUNTIME_DIR")
+        self.connection_file = str(runtime / f"kernel-{uuid.uuid4()}.json")
+
+    async def _async_pre_start_kernel(self, **kw):
+        folder = kw.get("cwd")      # nbclient starts the kernel in the notebook's folder
+        if not folder:
+            raise ValueError("the grading kernel starts in the submission's autograded folder, "
+                             "and none was given (no cwd)")
+        kw["env"] = {**kw.get("env", os.environ), "MINI_KERNEL_HOME": str(folder)}
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_cleanup_resources(self, restart=False):
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    cleanup_resources = _async_cleanup_resources    # AsyncKernelManager binds the base's
+
+
+def _server_folders():
+    """Where the server finds its token, its kernels' connection files, the kernelspecs it
+    launches and the configuration it loads: every Jupyter folder but those holding the grader or
+    Python (read-only to the kernel anyway).  The user's own are made when missing, so that they
+    can be hidden: a kernel could create them otherwise, with a kernelspec in."""
+    mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir())
+    for folder in mine:
+        os.makedirs(folder, exist_ok=True)
+    folders = dict.fromkeys(Path(folder).resolve()
+                            for folder in (*mine, *jupyter_path(), *jupyter_config_path()))
+    needed = sandbox.protected_folders()
+    return [folder for folder in folders if folder.is_dir()
+            and not any(kept.is_relative_to(folder) for kept in needed)]

@@ -8,6 +8,7 @@ feedback travel between instructor and students through nbgrader's exchange fold
 import os
 
 from autograder.course import REPO, course_dir, exchange_dir, find_nbgrader_tools
+from autograder.formgrader import inside_jupyter_server
 
 COURSE = course_dir()
 # What a fresh checkout's formgrader needs: a course folder to open the gradebook in, and
@@ -43,7 +44,6 @@ c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 # (autograder.preprocessors.RestoreCells).
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
-    "autograder.formgrader.RefuseInServer",     # the formgrader's Autograde button: use the CLI
     "autograder.preprocessors.RestoreCells",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
@@ -65,6 +65,10 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# The formgrader's Autograde button runs these preprocessors in the Jupyter server; its kernels are
+# the sandboxed ones `python -m autograder autograde` starts (autograder.formgrader).
+if inside_jupyter_server():
+    c.ResilientExecute.kernel_manager = "autograder.formgrader.SandboxedKernelManager"
 # Only notebooks are copied from a submission to where it runs: a numpy.py, sitecustomize.py or
 # .pth shipped beside the notebook is never importable while grading.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py",

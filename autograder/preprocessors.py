@@ -19,11 +19,13 @@ import copy
 import queue
 import secrets
 
+from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import v4
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets import Type
 
 from autograder import hidden
 from autograder.checks import LABS, checks_of, new_seed
@@ -92,6 +94,15 @@ class ResilientExecute(Execute):
     with the next cell.  So a fill-in that crashes the kernel loses its own test cell's points, as
     on the pytest path.  Demo cells are not run, as on the pytest path (``runner.skips_demo``).
     """
+
+    # nbgrader's Execute fixes nbclient's kernel_manager_class, whatever the config says
+    kernel_manager = Type(AsyncKernelManager, klass=KernelManager, help=(
+        "What starts each kernel: autograder.formgrader.SandboxedKernelManager inside a "
+        "Jupyter server")).tag(config=True)
+
+    def create_kernel_manager(self):
+        self.kernel_manager_class = self.kernel_manager
+        return super().create_kernel_manager()
 
     def preprocess(self, nb, resources=None, km=None):
         self._demo = _demo_cells(nb, resources)

@@ -1,0 +1,243 @@
+"""The formgrader's Autograde button, over HTTP, on a real Jupyter server: it grades in the sandbox.
+
+One server (started from ``autograder/`` as README says, with only the formgrader's extension, to
+start quickly) on a lab 2 course, with namespaces but no Landlock, so that each folder the grading kernel must not see is hidden by the sandbox itself and
+not only unreadable.  The first submission graded attacks; two sample students come after it.
+"""
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_core.paths import jupyter_config_path
+from jupyter_server.extension.config import ExtensionConfigManager
+from nbgrader.api import Gradebook
+
+import hostile_cases
+from autograder import cli, course, formgrader, runner, samples
+
+LAB = "lab2_graphs"
+ROOT = Path(__file__).resolve().parent.parent
+ATTACKER, FULL, BUG = "a_attacker", "b_full", "c_bug"   # graded in this order
+
+# Reads every file it finds of the solutions, and reads and appends to every file of the course and
+# of the server's Jupyter folders (where the formgrader keeps the kernelspecs it grades with), but
+# those of its own two folders; rewrites every kernelspec it finds there to one that starts
+# outside the sandbox; plants one where the server looks for kernelspecs, in the course and in the
+# solutions, and a module in mini, the checks and numpy (``hostile_cases.PLANTED``).  The test
+# looks for what it planted outside: inside the sandbox a write to a hidden folder lands in the
+# empty one over it.
+ATTACK = r'''
+import glob, json, os
+stolen, rewritten = [], []
+own = (os.getcwd() + os.sep, os.path.dirname(os.environ["HOME"]) + os.sep)
+for pattern, append in [(SOLUTIONS, False)] + [(pattern, True) for pattern in PATTERNS]:
+    for path in glob.glob(pattern, recursive=True):
+        if os.path.isdir(path) or os.path.abspath(path).startswith(own):
+            continue
+        try:
+            stolen.append(open(path, 'rb').read()[:10])
+            if append:
+                open(path, 'a').write('tampered')
+        except OSError:
+            pass
+        if path.endswith('kernel.json'):
+            try:
+                json.dump({"argv": ["python3", "-m", "ipykernel_launcher", "-f",
+                                    "{connection_file}"], "display_name": "unsandboxed",
+                           "language": "python"}, open(path, 'w'))
+                rewritten.append(path)
+            except OSError:
+                pass
+for path in PLANT:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, 'w').write('planted = True' if path.endswith('.py') else '{}')
+    except OSError:
+        pass
+print("ATTACK " + json.dumps({"read": len(stolen), "rewritten": rewritten, "cwd": os.getcwd(),
+                              "environment": sorted(os.environ)}))
+'''
+
+
+def sample(kind, release):
+    """A sample submission less the demo cells grading skips (pictures, timings), to be quick."""
+    nb = samples.make(kind, LAB, release)
+    run = {index for index, _, _ in runner.cells_to_run(runner.source_notebook(LAB), LAB)}
+    nb.cells = [cell for index, cell in enumerate(nb.cells)
+                if index in run or "grade_id" in cell.metadata.get("nbgrader", {})]
+    return nb
+
+
+def attacker(release, jupyter):
+    """The "bug" sample with, after its first cell, one that kills its kernel and then the attack,
+    run in the kernel that replaced it: it must score what "bug" scores."""
+    nb = sample("bug", release)
+    nb.cells.insert(1, nbformat.v4.new_code_cell("import os\nos._exit(0)"))
+    patterns = [course.course_dir().as_posix() + "/**",
+                *(str(Path(folder) / "**") for folder in jupyter.values())]
+    plant = [str(path) for path in planted(jupyter)]
+    nb.cells.insert(2, nbformat.v4.new_code_cell(
+        f"SOLUTIONS = {str(ROOT / 'solutions' / '**')!r}\nPATTERNS = {patterns!r}\n"
+        f"PLANT = {plant!r}\n" + ATTACK))
+    return nb
+
+
+def planted(jupyter):
+    """Where the attack plants files, outside the folders it may write."""
+    return [*(folder / "kernels" / "planted" / "kernel.json"
+              for folder in (Path(jupyter["data"]), course.course_dir(), ROOT / "solutions")),
+            *hostile_cases.PLANTED]
+
+
+def digest(folder, leave_out=()):
+    """{path: sha256} of every file under ``folder``, but those under ``leave_out``."""
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(Path(folder).rglob("*"))
+            if path.is_file() and not any(path.is_relative_to(out) for out in leave_out)}
+
+
+@contextlib.contextmanager
+def jupyter_server(root_dir):
+    """``jupyter server`` on loopback, started from autograder/ (where nbgrader reads the course's
+    config) with the formgrader as its only extension; yields a function that POSTs to the
+    formgrader's API and returns the decoded JSON answer."""
+    found = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()
+    only = {name: name == "nbgrader.server_extensions.formgrader" for name in found}
+    config = Path(root_dir) / "only_the_formgrader.json"
+    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": only}}))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
+         f"--port={port}", "--ip=127.0.0.1", "--IdentityProvider.token=t0ken",
+         f"--config={config}", f"--ServerApp.root_dir={root_dir}"],
+        cwd=course.CONFIG_FILE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def request(path, post=False):
+        ask = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", data=b"" if post else None,
+                                     headers={"Authorization": "token t0ken"})
+        return json.loads(urllib.request.urlopen(ask, timeout=120).read())
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                request("api/status")
+                break
+            except urllib.error.HTTPError:       # it answered, with an error: that is the failure
+                raise
+            except OSError:
+                assert time.monotonic() < deadline, "the Jupyter server did not answer"
+                time.sleep(0.2)
+        yield lambda path: request(f"formgrader/api/{path}", post=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("formgrader")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MINI_COURSE_DIR", str(root / "course"))
+        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
+        env.setenv("MINI_CELL_TIMEOUT", "10")
+        env.setenv("MINI_SANDBOX", "namespaces-only")     # seen by the server
+        jupyter = {sub: os.environ[f"JUPYTER_{sub.upper()}_DIR"]
+                   for sub in ("config", "data", "runtime")}     # the server's (tests/conftest.py)
+        course.release(LAB)
+        inbox = root / "inbox"
+        for student, nb in ((ATTACKER, attacker(root / "release", jupyter)),
+                            (FULL, sample("full", root / "release")),
+                            (BUG, sample("bug", root / "release"))):
+            (inbox / student).mkdir(parents=True)
+            nbformat.write(nb, inbox / student / f"{LAB}.ipynb")
+        assert cli.main(["collect", str(inbox)]) == 0
+        folder = course.course_dir()
+        unchanged = (folder / "autograded", folder / "gradebook.db", folder / ".jupyter")
+
+        def watched():
+            return [digest(folder, unchanged), digest(root / "release")]
+
+        before = watched()
+        with jupyter_server(root) as autograde:   # the Autograde button's request
+            answers = {student: autograde(f"submission/{LAB}/{student}/autograde")
+                       for student in (ATTACKER, FULL, BUG)}
+        after = watched()
+        left = [path for path in planted(jupyter) if path.exists()]
+        for path in left:               # so that a failure here does not spoil later runs
+            path.unlink()
+        grader = course.api()
+        with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+            scores = {student: gb.find_submission(LAB, student).score for student in answers}
+        yield dict(answers=answers, scores=scores, report=attack_report(folder), before=before,
+                   after=after, planted=left, course=folder, jupyter=jupyter)
+
+
+def attack_report(folder):
+    """What the attack printed, read from the attacker's autograded notebook ({} if nothing)."""
+    path = folder / "autograded" / ATTACKER / LAB / f"{LAB}.ipynb"
+    printed = [line for cell in nbformat.read(path, 4).cells if cell.cell_type == "code"
+               for out in cell.outputs for line in out.get("text", "").splitlines()]
+    return next((json.loads(line[len("ATTACK "):]) for line in printed
+                 if line.startswith("ATTACK ")), {})
+
+
+def test_the_autograde_button_grades_as_the_command_line_does(graded):
+    assert all(answer["success"] for answer in graded["answers"].values()), graded["answers"]
+    assert graded["scores"] == {ATTACKER: samples.expected_score("bug", LAB),
+                                FULL: samples.expected_score("full", LAB),
+                                BUG: samples.expected_score("bug", LAB)}
+
+
+def test_the_submission_ran_in_the_sandboxed_kernel(graded):
+    report = graded["report"]
+    assert report, "the attack printed no report"
+    assert report["cwd"] == str(graded["course"] / "autograded" / ATTACKER / LAB)
+    # autograder.kernel's short environment, not the server's
+    assert not {"MINI_COURSE_DIR", "JUPYTER_RUNTIME_DIR"} & set(
+        report["environment"]), report["environment"]
+
+
+def test_an_attacker_reads_writes_and_rewrites_nothing(graded):
+    report = graded["report"]
+    assert report, "the attack printed no report"
+    assert (report["read"], report["rewritten"]) == (0, []), report
+    assert graded["before"] == graded["after"]
+    assert graded["planted"] == []
+
+
+def test_each_kernel_folder_is_removed_with_its_kernel(graded):
+    assert list(Path(graded["jupyter"]["runtime"]).glob("mini-grading-*")) == []
+
+
+def test_the_server_runs_the_command_lines_preprocessors(monkeypatch):
+    """Inside a server the course's config differs in one setting only: what starts kernels."""
+    on_the_command_line = course.load_config()
+    monkeypatch.setattr(formgrader, "inside_jupyter_server", lambda: True)
+    in_a_server = course.load_config()
+    for stage in ("sanitize_preprocessors", "autograde_preprocessors"):
+        assert in_a_server.Autograde[stage] == on_the_command_line.Autograde[stage]
+    assert "kernel_manager" not in on_the_command_line.ResilientExecute
+    assert in_a_server.ResilientExecute.kernel_manager == \
+        "autograder.formgrader.SandboxedKernelManager"
+
+
+def test_a_runtime_folder_too_long_for_the_sockets_is_named(tmp_path, monkeypatch):
+    runtime = tmp_path / ("r" * 100)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    with pytest.raises(ValueError, match="too long for a Unix socket .* shorter "
+                                         "JUPYTER_RUNTIME_DIR"):
+        formgrader.SandboxedKernelManager()
+    assert list(runtime.iterdir()) == []
