@@ -36,8 +36,8 @@ HARMLESS = [
     # sandboxed frame without scripts: chromium logs each script it therefore does not run.
     re.compile(r"Blocked script execution in '(blob:|about:srcdoc).*the document's frame is "
                r"sandboxed"),
-    # nbgrader's feedback page asks cdnjs for MathJax, which a machine without internet access
-    # (a CI runner, this suite's loopback-only servers) cannot reach; a student online gets it.
+    # nbgrader's feedback page asks cdnjs for MathJax, which a test machine without internet access
+    # cannot reach (the page shows its formulas as typed); a student online gets it.
     re.compile(r"^https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/\S+ - Failed to load resource: "
                r"net::ERR_"),
     # ... and so does the formgrader's grading view, whose formgrade.js then calls the MathJax
@@ -63,12 +63,13 @@ def jupyter_lab(env, cwd, root, log):
                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"]
     if os.geteuid() == 0:
         command.append("--allow-root")
-    # The person said No to JupyterLab's news (a toast that would cover the page, and a request
-    # to the internet the test machine may not reach).
-    news = Path(env["HOME"], ".jupyter", "lab", "user-settings", "@jupyterlab", "apputils-extension",
-                "notification.jupyterlab-settings")
-    news.parent.mkdir(parents=True, exist_ok=True)
-    news.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    # The person's JupyterLab settings: No to its news (a toast over the page, and a request to
+    # the internet), and every cell of a notebook in the page, not only those near the viewport.
+    settings = Path(env["HOME"], ".jupyter", "lab", "user-settings", "@jupyterlab")
+    for name, value in (("apputils-extension/notification", '{"fetchNews": "false"}'),
+                        ("notebook-extension/tracker", '{"windowingMode": "none"}')):
+        (settings / f"{name}.jupyterlab-settings").parent.mkdir(parents=True, exist_ok=True)
+        (settings / f"{name}.jupyterlab-settings").write_text(value)
     with open(log, "w") as output:
         server = subprocess.Popen(command, cwd=cwd, env=env, stdout=output,
                                   stderr=subprocess.STDOUT, start_new_session=True)

@@ -15,6 +15,8 @@ import sys
 import nbformat
 import pytest
 from nbgrader.utils import get_username
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.keys import Keys
 
 from autograder import course
 from test_browser import Page, chromium, jupyter_lab, open_lab
@@ -47,11 +49,12 @@ def cell(driver, index):
     return driver.execute_script(f"return {CELLS}[arguments[0]]", index)
 
 
-def settled(driver, ready):
-    """The cells' state once no cell is waiting to run and ``ready(state)`` holds, else False."""
+def settled(driver, cells, ready):
+    """The state of the notebook's ``cells`` once they are all in the page, none is waiting to
+    run and ``ready(state)`` holds, else False."""
     state = cells_state(driver)
-    return state if state and not any("*" in prompt for prompt, _, _ in state) and ready(state) \
-        else False
+    return state if len(state) == cells and not any("*" in prompt for prompt, _, _ in state) \
+        and ready(state) else False
 
 
 def first_line(cell):
@@ -109,10 +112,10 @@ def test_student_fetches_works_validates_submits_and_reads_feedback(exchange_wit
                    "the kernel to be idle")
         page.menu("Run", "Run All Cells")
         first_test = ids.index("test_build_running_example")
-        state = page.until(lambda d: settled(d, lambda s: s[first_test][2]),
+        state = page.until(lambda d: settled(d, len(released.cells), lambda s: s[first_test][2]),
                            "Run All to stop at the first unanswered fill-in's test")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell(driver, first_test))
         page.shot("run-all")
-        assert len(state) == len(released.cells)
         ran = [prompt for prompt, _, _ in state[:first_test + 1] if prompt]
         assert ran and all(re.fullmatch(r"\[\d+\]:", prompt) for prompt in ran), ran
         assert not [error for _, _, error in state[:first_test] if error], state[:first_test]
@@ -120,8 +123,6 @@ def test_student_fetches_works_validates_submits_and_reads_feedback(exchange_wit
 
         # Answer the quiz's values by typing into the fill-in's editor; run it and its test cell.
         quiz, quiz_test = ids.index("quiz_values"), ids.index("test_quiz_values")
-        from selenium.webdriver.common.action_chains import ActionChains
-        from selenium.webdriver.common.keys import Keys
         editor = cell(driver, quiz).find_element("css selector", ".cm-content")
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", editor)
         editor.click()
@@ -129,7 +130,7 @@ def test_student_fetches_works_validates_submits_and_reads_feedback(exchange_wit
          .key_down(Keys.SHIFT).send_keys(Keys.HOME).key_up(Keys.SHIFT).send_keys(ANSWER)
          .key_down(Keys.SHIFT).send_keys(Keys.ENTER).send_keys(Keys.ENTER).key_up(Keys.SHIFT)
          .perform())
-        state = page.until(lambda d: settled(d, lambda s: "right form" in s[quiz_test][1]),
+        state = page.until(lambda d: settled(d, len(released.cells), lambda s: "right form" in s[quiz_test][1]),
                            "the quiz values test cell to pass")
         page.shot("quiz-answered")
         assert not state[quiz][2] and not state[quiz_test][2], (state[quiz], state[quiz_test])
@@ -190,7 +191,6 @@ def test_student_fetches_works_validates_submits_and_reads_feedback(exchange_wit
                    "the link to the fetched feedback")
         page.click(f"//li[contains(@class, 'jp-DirListing-item')][.//span[text()='{LAB}.html']]",
                    "the feedback page in the file browser")
-        from selenium.webdriver.common.action_chains import ActionChains
         ActionChains(driver).double_click(page.find(
             f"//li[contains(@class, 'jp-DirListing-item')][.//span[text()='{LAB}.html']]")).perform()
         frame = page.find("//div[contains(@class, 'jp-HTMLViewer')]//iframe", "the feedback page")
