@@ -23,7 +23,7 @@ from jupyter_server.extension.config import ExtensionConfigManager
 from nbgrader.api import Gradebook
 
 import hostile_cases
-from autograder import cli, course, formgrader, runner, samples
+from autograder import cli, course, formgrader, samples
 
 LAB = "lab2_graphs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,19 +69,10 @@ print("ATTACK " + json.dumps({"read": len(stolen), "rewritten": rewritten, "cwd"
 '''
 
 
-def sample(kind, release):
-    """A sample submission less the demo cells grading skips (pictures, timings), to be quick."""
-    nb = samples.make(kind, LAB, release)
-    run = {index for index, _, _ in runner.cells_to_run(runner.source_notebook(LAB), LAB)}
-    nb.cells = [cell for index, cell in enumerate(nb.cells)
-                if index in run or "grade_id" in cell.metadata.get("nbgrader", {})]
-    return nb
-
-
 def attacker(release, jupyter):
     """The "bug" sample with, after its first cell, one that kills its kernel and then the attack,
     run in the kernel that replaced it: it must score what "bug" scores."""
-    nb = sample("bug", release)
+    nb = samples.make("bug", LAB, release)
     nb.cells.insert(1, nbformat.v4.new_code_cell("import os\nos._exit(0)"))
     patterns = [course.course_dir().as_posix() + "/**",
                 *(str(Path(folder) / "**") for folder in jupyter.values())]
@@ -159,16 +150,16 @@ def graded(tmp_path_factory):
         course.release(LAB)
         inbox = root / "inbox"
         for student, nb in ((ATTACKER, attacker(root / "release", jupyter)),
-                            (FULL, sample("full", root / "release")),
-                            (BUG, sample("bug", root / "release"))):
+                            (FULL, samples.make("full", LAB, root / "release")),
+                            (BUG, samples.make("bug", LAB, root / "release"))):
             (inbox / student).mkdir(parents=True)
             nbformat.write(nb, inbox / student / f"{LAB}.ipynb")
         assert cli.main(["collect", str(inbox)]) == 0
         folder = course.course_dir()
-        unchanged = (folder / "autograded", folder / "gradebook.db", folder / ".jupyter")
+        written = (folder / "autograded", folder / "gradebook.db")    # by grading, outside the kernel
 
         def watched():
-            return [digest(folder, unchanged), digest(root / "release")]
+            return [digest(folder, written), digest(root / "release")]
 
         before = watched()
         with jupyter_server(root) as autograde:   # the Autograde button's request
@@ -178,6 +169,8 @@ def graded(tmp_path_factory):
         left = [path for path in planted(jupyter) if path.exists()]
         for path in left:               # so that a failure here does not spoil later runs
             path.unlink()
+            with contextlib.suppress(OSError):
+                os.removedirs(path.parent)      # its folders, up to the first one not empty
         grader = course.api()
         with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
             scores = {student: gb.find_submission(LAB, student).score for student in answers}
