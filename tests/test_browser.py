@@ -9,6 +9,7 @@ browser is told how to install it instead of skipping the browser tests.
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -138,7 +139,7 @@ def chromium():
         yield driver
     finally:
         driver.quit()
-        subprocess.run(["rm", "-rf", profile], check=False)
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 class Page:
