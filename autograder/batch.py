@@ -305,18 +305,37 @@ def _merge_zero(lab, student, path, reason):
         gb.db.commit()
 
 
-def feedback(lab):
-    """HTML feedback for every autograded submission of ``lab`` (hidden tests removed)."""
-    grader = course.api()
-    problems = {}
+def feedback(lab, workers=None):
+    """HTML feedback for every autograded submission of ``lab`` (hidden tests removed), one
+    submission per worker process at a time (each writes its own student's folder and only reads
+    the gradebook).  Returns ``{student: why there is none}``."""
+    problems, todo = {}, []
     for student, _ in submissions(lab):
-        if not (_autograded(lab, student) / f"{lab}.ipynb").is_file():
+        if (_autograded(lab, student) / f"{lab}.ipynb").is_file():
+            todo.append(student)
+        else:
             problems[student] = "not autograded (an unusable file: see the gradebook's comments)"
-            continue
-        result = grader.generate_feedback(lab, student, force=True)
-        if not result["success"]:
-            problems[student] = (result.get("error") or result.get("log") or "")[-1000:]
+    if not todo:
+        return problems
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for student, problem in zip(todo, pool.map(_feedback_one, [lab] * len(todo), todo)):
+            if problem:
+                problems[student] = problem
     return problems
+
+
+_feedback_api = None
+
+
+def _feedback_one(lab, student):
+    """In a worker process: one submission's feedback; None, or what went wrong."""
+    global _feedback_api
+    _quiet_nbgrader()
+    _feedback_api = _feedback_api or course.api()
+    result = _feedback_api.generate_feedback(lab, student, force=True)
+    return None if result["success"] else (result.get("error") or result.get("log") or "")[-1000:]
 
 
 def export(path):

@@ -24,7 +24,7 @@ def run(keep=None, labs="all"):
     root.mkdir(parents=True, exist_ok=True)
     os.environ["MINI_COURSE_DIR"] = str(root / "course")
     os.environ["MINI_RELEASE_DIR"] = str(root / "release")
-    os.environ.setdefault("MINI_CELL_TIMEOUT", "10")    # the looping sample waits this out once
+    os.environ.setdefault("MINI_CELL_TIMEOUT", "6")     # the looping sample waits this out once
     names = course.expand(labs)
     started = time.monotonic()
     print(f"== course folder {root}")
@@ -37,7 +37,7 @@ def run(keep=None, labs="all"):
     _step("collect the sample submissions", cli, ["collect", str(inbox)])
     failed = _step("autograde with nbgrader", cli, ["autograde", chosen])
     _step("grade with the pytest path", cli, ["grade", chosen, "--seed", "1234",
-                                              "--cell-seconds", "10", "--check-seconds", "10"])
+                                              "--cell-seconds", "6", "--check-seconds", "10"])
     _step("feedback", cli, ["feedback", chosen])
     _step("export", cli, ["export"])
     _print_table(root / "course", names)
