@@ -10,11 +10,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from autograder import batch, cli, course, runner, samples
+from autograder import batch, cli, course, samples
 from autograder.demo import STUDENTS
 
 NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]   # the other labs: tests/test_pytest_path_samples.py
@@ -90,16 +89,17 @@ def test_a_second_autograde_resumes_instead_of_regrading(course_folder):
 
 
 @contextlib.contextmanager
-def formgrader(root_dir, env=None):
-    """A Jupyter server on loopback, started where nbgrader finds the course's config; yields a
-    function that sends an API request to it and returns the decoded JSON answer."""
+def formgrader(root_dir, env=None, arguments=()):
+    """A Jupyter server on loopback, started where nbgrader finds the course's config (with
+    ``arguments`` added to its command line); yields a function that sends a request to the
+    formgrader's API and returns the decoded JSON answer."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
-         f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=t0ken",
-         f"--ServerApp.root_dir={root_dir}"],     # the course folder must be inside it
+         f"--port={port}", "--ip=127.0.0.1", "--IdentityProvider.token=t0ken",
+         f"--ServerApp.root_dir={root_dir}", *arguments],  # the course folder must be inside it
         cwd=course.CONFIG_FILE.parent, env=env,   # where nbgrader looks for nbgrader_config.py
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

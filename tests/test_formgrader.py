@@ -8,12 +8,6 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -24,6 +18,7 @@ from nbgrader.api import Gradebook
 
 import hostile_cases
 from autograder import cli, course, formgrader, samples
+from test_autograder import formgrader as formgrader_server
 
 LAB = "lab2_graphs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,35 +101,8 @@ def jupyter_server(root_dir):
     only = {name: name == "nbgrader.server_extensions.formgrader" for name in found}
     config = Path(root_dir) / "only_the_formgrader.json"
     config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": only}}))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
-         f"--port={port}", "--ip=127.0.0.1", "--IdentityProvider.token=t0ken",
-         f"--config={config}", f"--ServerApp.root_dir={root_dir}"],
-        cwd=course.CONFIG_FILE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def request(path, post=False):
-        ask = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", data=b"" if post else None,
-                                     headers={"Authorization": "token t0ken"})
-        return json.loads(urllib.request.urlopen(ask, timeout=120).read())
-
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                request("api/status")
-                break
-            except urllib.error.HTTPError:       # it answered, with an error: that is the failure
-                raise
-            except OSError:
-                assert time.monotonic() < deadline, "the Jupyter server did not answer"
-                time.sleep(0.2)
-        yield lambda path: request(f"formgrader/api/{path}", post=True)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    with formgrader_server(root_dir, arguments=[f"--config={config}"]) as api:
+        yield lambda path: api(path, post=True)
 
 
 @pytest.fixture(scope="module")
