@@ -8,11 +8,13 @@ Accepted, in a folder or a zip file:
 
 ``<lab>`` may be the full name (``lab3_autodiff``) or the short one (``lab3``), and LMS suffixes
 such as ``-1`` are ignored.  Each notebook lands in ``submitted/<student>/<lab>/<lab>.ipynb`` with
-a ``timestamp.txt``, as nbgrader expects.  A file whose name says no lab or no student is reported,
-not fatal.
+a ``timestamp.txt``, as nbgrader expects, and a ``submission_secret.txt`` like the one ``nbgrader
+submit`` leaves (nbgrader's ``release_feedback`` names each feedback file with it, and stops at the
+first submission without one).  A file whose name says no lab or no student is reported, not fatal.
 """
 import datetime
 import re
+import secrets
 import shutil
 import tempfile
 import zipfile
@@ -61,6 +63,7 @@ def _collect_folder(folder):
             shutil.copyfile(path, target / f"{lab}.ipynb")
             stamp = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
             (target / "timestamp.txt").write_text(stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+            (target / "submission_secret.txt").write_text(secrets.token_hex(16))
             collected.append((student, lab))
     return collected, problems
 

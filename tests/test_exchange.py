@@ -151,18 +151,24 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
     assert grader.collect(LAB)["success"]
     collected = tmp_path / "course" / "submitted"
     assert (collected / "alice" / LAB / f"{LAB}.ipynb").read_bytes() == alice_final
+    # carol's came by e-mail: the instructor brings it in with collect, beside the exchange's
+    samples.write("full", LAB, release, tmp_path / "e-mailed" / "carol" / f"{LAB}.ipynb")
+    run(([sys.executable, "-m", "autograder", "collect", tmp_path / "e-mailed"], instructor, REPO))
     out, = run(([sys.executable, "-m", "autograder", "autograde", "lab2", "--workers", "1"],
                 instructor, REPO))
-    assert "graded 2 submission(s)" in out, out
+    assert "graded 3 submission(s)" in out, out
     from autograder import batch
     assert batch.feedback(LAB) == {}
-    assert grader.release_feedback(LAB)["success"]
+    released = grader.release_feedback(LAB)      # everyone's, the collected one's too
+    assert released["success"], released["log"]
+    assert len(list((exchange / "mini" / "feedback").glob("*.html"))) == 3
 
     from nbgrader.api import Gradebook
     with Gradebook(grader.coursedir.db_url, "mini") as gb:
-        scores = {name: gb.find_submission(LAB, name).score for name in ("alice", "bob")}
+        scores = {name: gb.find_submission(LAB, name).score for name in ("alice", "bob", "carol")}
     total = sum(points.values())
-    assert scores == {"alice": total, "bob": total - sum(points[c] for c in BOB_BROKE)}
+    assert scores == {"alice": total, "bob": total - sum(points[c] for c in BOB_BROKE),
+                      "carol": total}
 
     # Each student fetches feedback: one page, for their last submission, with their own scores.
     run(*(nbgrader(home, env, "fetch_feedback", LAB, "--student", env["USER"])
