@@ -106,8 +106,8 @@ def expand(labs):
 def release(lab="all"):
     """Generate the student version of each lab from ``solutions/`` into the release folder, and
     make sure the exchange is there for ``nbgrader release_assignment``."""
+    ensure_exchange()           # first: nbgrader's API complains of an exchange that is not there
     grader = api()
-    ensure_exchange()
     for name in expand(lab):
         result = grader.generate_assignment(name, force=True)
         if not result["success"]:
