@@ -125,7 +125,7 @@ def _autograde_in_pool(todo, workers, progress):
     if not todo:
         return []
     gradebook = course.course_dir() / "gradebook.db"
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    workers = _pool_size(workers, len(todo))
     results = []
     scratch = Path(tempfile.mkdtemp(prefix="mini-autograde-"))
     context = multiprocessing.get_context("spawn")
@@ -164,6 +164,11 @@ def _autograde_in_pool(todo, workers, progress):
         raise KeyboardInterrupt(f"autograde stopped with {len(results)} of {len(todo)} "
                                 "submission(s) done")
     return results
+
+
+def _pool_size(workers, jobs):
+    """``workers`` (default: one per core), but never more than there are jobs."""
+    return max(1, min(workers or os.cpu_count() or 1, jobs))
 
 
 @contextlib.contextmanager
@@ -317,7 +322,7 @@ def feedback(lab, workers=None):
             problems[student] = "not autograded (an unusable file: see the gradebook's comments)"
     if not todo:
         return problems
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    workers = _pool_size(workers, len(todo))
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for student, problem in zip(todo, pool.map(_feedback_one, [lab] * len(todo), todo)):

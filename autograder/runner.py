@@ -142,7 +142,7 @@ def cells_to_run(notebook_path, lab):
              if "grade_id" in cell.metadata.get("nbgrader", {})]
     tests = {grade_id for grade_id, _ in test_cells(lab)}
     visible = _visible_tests(lab)
-    read = names_tests_read(lab)
+    read = _names_read_by(visible)
     rows, seen = [], set()                  # (grade id, cell to run or None) per submitted cell
     for index, cell in enumerate(nb.cells):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -176,8 +176,12 @@ def skips_demo(cell, tests_read):
 
 def names_tests_read(lab):
     """The names the lab's visible tests take from the cells before them."""
+    return _names_read_by(_visible_tests(lab))
+
+
+def _names_read_by(visible):
     return set().union(*((_names(code, ast.Load) or set()) - (_names(code, ast.Store) or set())
-                         for code in _visible_tests(lab).values()))
+                         for code in visible.values()))
 
 
 def _visible_tests(lab):
@@ -212,7 +216,7 @@ def _names(source, context):
         if isinstance(node, scopes):
             if not isinstance(node, ast.Lambda):
                 names.add(node.name)
-            todo.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
+                todo.extend(node.decorator_list)
         else:
             todo.extend(ast.iter_child_nodes(node))
     return names
