@@ -32,7 +32,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from autograder import course, sandbox
+from autograder import course, forkserver, sandbox
 from autograder.runner import Limits, hidden_folders, read_notebook
 
 MARKER = ".mini-graded"
@@ -217,6 +217,7 @@ def _digest(path):
 # --- inside a worker process ---------------------------------------------------------------------
 
 _api = None
+_server = None      # the worker's fork server (autograder.forkserver), ends with the worker
 
 
 def _start_worker(gradebook, scratch, environment, stop):
@@ -225,9 +226,10 @@ def _start_worker(gradebook, scratch, environment, stop):
     Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
     submission's own autograded copy), nor the solutions, nor the batch's folder (the gradebook
     copies, every worker's kernel launch file, the other kernels' connection files and sockets;
-    but its own runtime folder), nor the network.
+    but its own runtime folder), nor the network.  The worker's fork server
+    (:mod:`autograder.forkserver`) starts those kernels; it ends when the worker does.
     """
-    global _api
+    global _api, _server
     threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
     os.environ.update(environment)
     _quiet_nbgrader()
@@ -238,9 +240,12 @@ def _start_worker(gradebook, scratch, environment, stop):
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
     limits = Limits()
     (mine / "run").mkdir()
-    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run",
-                                            hidden_folders() + [Path(scratch)],
-                                            limits.memory_bytes, limits.file_bytes)
+    hidden = hidden_folders() + [Path(scratch)]
+    _server, server_socket = forkserver.start(
+        mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
+        limits.memory_bytes, limits.file_bytes, sandbox.kernel_confinement())
+    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden,
+                                            limits.memory_bytes, limits.file_bytes, server_socket)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
 

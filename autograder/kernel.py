@@ -9,7 +9,8 @@ the instructor's reaches student code, not even through ``/proc/self/environ``. 
 sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel confines itself to it: it may
 read its connection file and write only its folder (the autograded copy it starts in), its
 temporary home (beside its connection file) and the folder of its IPC sockets; the confinement
-holds across ``execve``.
+holds across ``execve``.  A batch's worker starts most kernels faster, by forking them from
+:mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in each child.
 
     python -c "...; main()" MEMORY_BYTES FILE_BYTES CONFINEMENT -f CONNECTION_FILE
 """
@@ -30,6 +31,19 @@ KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 def main():
     memory, file_size = int(sys.argv[1]), int(sys.argv[2])
     confinement, kernel_arguments = json.loads(sys.argv[3]), sys.argv[4:]
+    environment = enter(memory, file_size, confinement, kernel_arguments)
+    start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
+             "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
+    os.execve(sys.executable, [sys.executable, "-I", "-c", start, *kernel_arguments], environment)
+
+
+def enter(memory, file_size, confinement, kernel_arguments):
+    """Take this process into the kernel's sandbox; return the environment the kernel runs with.
+
+    Caps memory and file size, makes the kernel's home beside its connection file, confines the
+    process (``confinement`` from :func:`autograder.sandbox.confinement`, or None), and points
+    descriptors 1 and 2 at /dev/null.  Reads the grader's variables from ``os.environ``.
+    """
     for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
@@ -47,9 +61,7 @@ def main():
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
-             "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
-    os.execve(sys.executable, [sys.executable, "-I", "-c", start, *kernel_arguments], environment)
+    return environment
 
 
 if __name__ == "__main__":

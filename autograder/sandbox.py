@@ -100,6 +100,12 @@ def confinement(writable, readable=()):
             "writable": [*map(str, writable), "/dev/null"]}
 
 
+def kernel_confinement():
+    """The :func:`confinement` of an nbgrader-path kernel before it adds its own folders: it may
+    also read the grader (its hidden test cells import the checks)."""
+    return confinement([], readable=[REPO / "autograder"])
+
+
 def confine(spec):
     """Apply a :func:`confinement` in this process, for good (nothing to do for None)."""
     if spec:
@@ -233,7 +239,8 @@ def _font_lists():
     return sorted(Path(folder).glob("fontlist-v*.json"))
 
 
-def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_bytes):
+def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_bytes,
+                           server_socket=None):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with these limits, in the folder named by ``$MINI_KERNEL_HOME`` (the
     submission's autograded copy).  Under Landlock the kernel may also read the grader (its
@@ -242,15 +249,19 @@ def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_byt
     ``hidden`` should cover ``data_dir``: a kernel that could rewrite this launch file would start
     the next submission's kernel as it pleased, outside the sandbox.  Of the folders it hides, the
     kernel keeps its own ``runtime_dir`` (its connection file and IPC sockets), and no other
-    kernel's.
+    kernel's.  With ``server_socket`` (a :mod:`autograder.forkserver`'s) each kernel is forked
+    from that server, and started as above only where the server does not answer.
     """
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
     launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
                 "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
-                json.dumps(confinement([], readable=[REPO / "autograder"])),
+                json.dumps(kernel_confinement()),
                 "-f", "{connection_file}"]
     argv = sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])
+    if server_socket is not None:
+        from autograder.forkserver import client_command
+        argv = client_command(server_socket, argv)
     (folder / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
     return KERNEL_NAME

@@ -262,9 +262,11 @@ def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
 
 LAUNCH_FILE_ATTACK = r'''
 import glob, json, os
-# the launch file of the worker that started this kernel (its pid names the worker's folder); the
-# probe leaves other batches' alone: another test may be grading with them right now
-own = glob.glob(f"/tmp/mini-autograde-*/{os.getppid()}/jupyter/kernels/*/kernel.json")
+# the launch file of the worker that started this kernel (its pid, which ipykernel is given, names
+# the worker's folder); the probe leaves other batches' alone: another test may be grading with
+# them right now
+worker = os.environ["JPY_PARENT_PID"]
+own = glob.glob(f"/tmp/mini-autograde-*/{worker}/jupyter/kernels/*/kernel.json")
 rewritten = []
 for spec in own:
     try:

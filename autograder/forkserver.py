@@ -1,0 +1,265 @@
+"""Start a batch worker's grading kernels by forking one process that has imported them already.
+
+A kernel started from nothing spends well over a second of CPU before a submission's first cell
+runs: Python, ipykernel with IPython, numpy, matplotlib.  A worker grades one submission after
+another, so it starts one *fork server* inside the sandbox (:func:`start`) that imports all of that
+once, then forks a child for every kernel nbgrader asks for.  The ``mini-grader`` kernelspec runs a
+small client (``CLIENT``) in the kernel's place; the server's child takes the steps a kernel
+started by :mod:`autograder.kernel` takes (limits, its own home and environment, Landlock; with
+namespaces its own view of the batch's autograded copies) and runs ipykernel.  No student code
+runs in the server, and none can reach it:
+
+* the server answers only a client whose parent is the worker, never a kernel or a process a
+  kernel starts (``SO_PEERCRED``);
+* the server's folder (its socket and home) is an empty read-only folder in every child's view;
+  with namespaces a child sees only its own submission's autograded copy of the batch's;
+* the server was started with the student's environment, not the grader's, so a child inherits
+  none of the instructor's variables; under Landlock a child cannot trace or signal the server.
+
+The client stands for the kernel before the kernel manager: it forwards interrupts and
+terminations, and exits with the kernel's status; when the client is killed, the server kills the
+kernel's whole session.  Where the server cannot be reached, the client starts the kernel the
+slow way, through :mod:`autograder.kernel`.
+"""
+import ctypes
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder import kernel, sandbox
+
+# What the server imports once, for every kernel: most labs' first cell imports the last two.
+PRELOAD = ("ipykernel.kernelapp", "numpy", "matplotlib.pyplot", "matplotlib_inline.backend_inline")
+
+CLIENT = r"""
+import json, os, signal, socket, sys
+path, names, rest = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
+arguments, fallback = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+try:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.connect(path)
+    server.send(json.dumps({"cwd": os.getcwd(), "arguments": arguments, "environment": {
+        name: os.environ[name] for name in names if name in os.environ}}).encode())
+    reply = server.recv(64).split()
+    if reply[:1] != [b"pid"]:
+        raise OSError(reply)
+    pid = int(reply[1])
+except (OSError, ValueError):
+    os.execvp(fallback[0], fallback)
+
+def forward(number, frame):
+    try:
+        os.kill(pid, number)
+    except OSError:
+        pass
+
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    signal.signal(number, forward)
+status = server.recv(64).split()
+os._exit(int(status[1]) if status[:1] == [b"exit"] else 1)
+"""
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS, _MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x20000, 1, 32, 4096
+
+
+def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinement):
+    """Start a fork server in ``folder``; return ``(process, socket path)``, or ``(None, None)``
+    when it did not come up (the kernels then start the slow way).
+
+    ``cover``: the folder of the batch's autograded copies (each kernel starts in one of them);
+    with namespaces a child sees its own only.  ``hidden``, as for the kernelspec, should cover
+    ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.
+    """
+    folder = Path(folder)
+    home = folder / "home"
+    home.mkdir(parents=True)
+    Path(cover).mkdir(parents=True, exist_ok=True)
+    config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
+              "namespaces": sandbox.isolation() == "namespaces", "memory": memory_bytes,
+              "file_size": file_bytes, "confinement": confinement}
+    command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
+               "from autograder.forkserver import serve; serve()", json.dumps(config)]
+    command = sandbox.sandboxed(command, hidden, keep=[str(folder), str(runtime_dir), str(cover)])
+    environment = {**sandbox.student_environment(home, keep=kernel.KEEP),
+                   "IPYTHONDIR": str(home / "ipython"),
+                   "TMPDIR": tempfile.gettempdir()}      # the sandbox's set-up, outside ``hidden``
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
+    if process.stdout.readline() != b"ready\n":
+        process.kill()
+        process.wait()
+        return None, None
+    process.stdout.close()
+    return process, config["socket"]
+
+
+def client_command(server_socket, fallback):
+    """The kernelspec's argv: ask the server at ``server_socket`` for a kernel, or run
+    ``fallback`` (the full launcher, ``-f {connection_file}`` at its end)."""
+    names = [*sandbox.STUDENT_VARIABLES, *kernel.KEEP]
+    return [sys.executable, "-I", "-S", "-c", CLIENT, str(server_socket), json.dumps(names),
+            "-f", "{connection_file}", "--", *fallback]
+
+
+# --- inside the sandbox: the server --------------------------------------------------------------
+
+def serve():
+    """Import what kernels need, listen, then fork a kernel per accepted request until the worker
+    is gone (the server's stdin closes)."""
+    config = json.loads(sys.argv[1])
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for module in PRELOAD:
+        __import__(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(config["socket"])
+    listener.listen(16)
+    if config["namespaces"]:        # the socket and this home, out of every child's sight
+        _mount("none", os.path.dirname(config["socket"]), "tmpfs", _MS_RDONLY, "size=4k")
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda number, frame: None)
+    events = selectors.DefaultSelector()
+    events.register(listener, selectors.EVENT_READ, "request")
+    events.register(sys.stdin, selectors.EVENT_READ, "worker")
+    events.register(wake_read, selectors.EVENT_READ, "child")
+    kernels = {}                    # pid -> the client's connection (None once it has gone)
+    os.write(1, b"ready\n")
+    while True:
+        for key, _ in events.select():
+            if key.data == "worker" and not os.read(0, 4096):
+                for pid in kernels:
+                    _kill(pid)
+                os._exit(0)
+            elif key.data == "child":
+                os.read(wake_read, 4096)
+                _report_exits(kernels, events)
+            elif key.data == "request":
+                _answer(listener, config, kernels, events)
+            elif isinstance(key.data, int):     # a client's connection: it has gone
+                events.unregister(key.fileobj)
+                key.fileobj.close()
+                kernels[key.data] = None
+                _kill(key.data)
+
+
+def _answer(listener, config, kernels, events):
+    """Accept one request; fork its kernel if it comes from the worker and is well formed."""
+    connection, _ = listener.accept()
+    try:
+        peer, _, _ = struct.unpack("3i", connection.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        if _parent(peer) != config["worker"]:
+            raise PermissionError(f"process {peer} is not the worker's")
+        connection.settimeout(5)
+        request = json.loads(connection.recv(1 << 16))
+        connection.settimeout(None)
+        cwd, arguments = Path(request["cwd"]), request["arguments"]
+        if not cwd.is_relative_to(config["cover"]) or arguments[:1] != ["-f"] or len(arguments) != 2:
+            raise ValueError(f"not a grading kernel's request: {request!r:.200}")
+    except (OSError, ValueError, KeyError, TypeError):
+        connection.close()
+        return
+    pid = os.fork()
+    if pid == 0:
+        _become_kernel(config, request, keep=connection.fileno())
+    connection.send(b"pid %d" % pid)
+    kernels[pid] = connection
+    events.register(connection, selectors.EVENT_READ, pid)
+
+
+def _parent(pid):
+    """The parent of process ``pid`` (its /proc stat's fourth field), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return int(file.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _kill(pid):
+    """Kill a kernel's session (the kernel and whatever it started); it is reaped later."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _report_exits(kernels, events):
+    """Reap every kernel that ended and tell its client how."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        connection = kernels.pop(pid, None)
+        if connection is not None:
+            events.unregister(connection)
+            try:
+                connection.send(b"exit %d" % os.waitstatus_to_exitcode(status))
+            except OSError:
+                pass
+            connection.close()
+
+
+# --- inside the sandbox: a kernel, just forked ----------------------------------------------------
+
+def _become_kernel(config, request, keep):
+    """In the forked child: close the server's descriptors, take the kernel's sandbox, run
+    ipykernel; never returns."""
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 16)
+        os.close(keep)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.setsid()
+        if config["namespaces"]:
+            _own_copy_only(request["cwd"], config["cover"])
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["environment"])
+        environment = kernel.enter(config["memory"], config["file_size"], config["confinement"],
+                                   request["arguments"])
+        os.environ.clear()
+        os.environ.update(environment)
+        tempfile.tempdir = None
+        sys.dont_write_bytecode = True
+        for name in [name for name in sys.modules if name.split(".")[0] == "autograder"]:
+            del sys.modules[name]
+        from ipykernel import kernelapp
+        kernelapp.launch_new_instance(argv=request["arguments"])
+    finally:
+        os._exit(0)
+
+
+def _own_copy_only(cwd, cover):
+    """A mount namespace of this process's own, where ``cover`` holds nothing but ``cwd``."""
+    if _libc.unshare(_CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    own = os.open(cwd, os.O_PATH | os.O_DIRECTORY)      # in the new namespace, as mount wants
+    _mount("none", cover, "tmpfs", 0, "size=64k")
+    os.makedirs(cwd)
+    _mount(f"/proc/self/fd/{own}", cwd, None, _MS_BIND, None)
+    _mount(None, cover, None, _MS_REMOUNT | _MS_RDONLY, None)
+    os.close(own)
+
+
+def _mount(source, target, kind, flags, options):
+    encode = (lambda text: None if text is None else os.fsencode(text))
+    if _libc.mount(encode(source), encode(target), encode(kind), flags, encode(options)) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount {target}: {os.strerror(error)}")

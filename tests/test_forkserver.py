@@ -1,0 +1,131 @@
+"""The fork server that starts the nbgrader path's kernels, attacked from a kernel it forked.
+
+One batch of three lab 2 submissions on one worker, so that all three kernels come from the same
+server: an attacker (a complete solution plus a cell that asks the server (its socket named in its
+command line) for a kernel of its own in the next student's folder, looks for the instructor's variables in its environment and in its
+whole memory, and kills the server), then a complete solution and the untouched release.  Each
+must get its own score; under every kind of isolation.
+"""
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli, course, sandbox
+from test_sandbox import KINDS, autograded_report
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = "lab2_graphs"
+SECRET = "mini-instructor-secret-4f1d"
+
+ATTACK = r'''
+import hashlib, json, os, re, signal, socket
+found = {}
+found["parent"] = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+found["answers"] = []
+for path in re.findall(r'"socket": "([^"]+)"', found["parent"]):    # the server's own argument
+    try:
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        client.connect(path)
+        client.send(json.dumps({"cwd": os.path.join(os.path.dirname(os.getcwd()), "..", "b_full", LAB),
+                                "arguments": ["-f", os.path.abspath("evil.json")],
+                                "environment": {}}).encode())
+        found["answers"].append(client.recv(64).decode())
+    except OSError as error:
+        found["answers"].append("refused: " + type(error).__name__)
+def holds(data):
+    """Whether the secret is in ``data``: its head, then bytes that hash as its tail (so that
+    the secret itself is never in this kernel's memory, where the search would find it)."""
+    start = data.find(HEAD)
+    while start >= 0:
+        tail = data[start + len(HEAD):start + len(HEAD) + TAIL_LENGTH]
+        if hashlib.sha256(tail).hexdigest() == TAIL_SHA256:
+            return True
+        start = data.find(HEAD, start + 1)
+    return False
+found["environ"] = holds(open("/proc/self/environ", "rb").read())
+def memory_holds(test=holds):
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as memory:
+        for line in maps:
+            span, permissions = line.split()[:2]
+            if not permissions.startswith("rw"):
+                continue
+            start, end = (int(part, 16) for part in span.split("-"))
+            try:
+                memory.seek(start)
+                if test(memory.read(end - start)):
+                    return True
+            except (OSError, OverflowError, ValueError):
+                continue
+    return False
+found["memory"] = memory_holds()
+found["scanner sees its own head"] = memory_holds(lambda data: HEAD in data)
+try:
+    os.kill(os.getppid(), signal.SIGKILL)
+    found["kill the server"] = "ok"
+except OSError as error:
+    found["kill the server"] = "refused: " + type(error).__name__
+print("FORK " + json.dumps(found))
+'''
+
+
+@pytest.fixture(params=KINDS + ["namespaces"] * ("namespaces" in KINDS),
+                ids=KINDS + ["namespaces-only"] * ("namespaces" in KINDS))
+def isolation(request, tmp_path, monkeypatch):
+    if request.node.callspec.id == "namespaces-only":
+        monkeypatch.setattr(sandbox, "_landlock_works", lambda: False)
+        monkeypatch.setenv("MINI_SANDBOX", "namespaces-only")     # the workers see this one
+    else:
+        monkeypatch.setenv("MINI_SANDBOX", request.param)
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    monkeypatch.setenv("MINI_TEST_SECRET", SECRET)
+    sandbox.isolation.cache_clear()
+    yield request.node.callspec.id
+    sandbox.isolation.cache_clear()
+
+
+def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_path):
+    solution = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
+    attacker = nbformat.from_dict(json.loads(json.dumps(solution)))
+    attacker.cells.append(nbformat.v4.new_code_cell(
+        f"LAB = {LAB!r}\nHEAD = {SECRET[:12].encode()!r}\n"
+        f"TAIL_LENGTH = {len(SECRET) - 12}\n"
+        f"TAIL_SHA256 = {hashlib.sha256(SECRET[12:].encode()).hexdigest()!r}\n" + ATTACK))
+    assert cli.main(["release", "lab2"]) == 0
+    submitted = tmp_path / "course" / "submitted"
+    for student, notebook in (("a_attacker", attacker), ("b_full", solution),
+                              ("c_untouched", None)):
+        (submitted / student / LAB).mkdir(parents=True)
+        target = submitted / student / LAB / f"{LAB}.ipynb"
+        if notebook is None:
+            shutil.copy(tmp_path / "release" / LAB / f"{LAB}.ipynb", target)
+        else:
+            nbformat.write(notebook, target)
+    assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
+
+    found = autograded_report("a_attacker", "FORK ")
+    assert "autograder.forkserver" in found.pop("parent")       # it was forked, not started
+    assert found.pop("environ") is False and found.pop("memory") is False
+    killed = found.pop("kill the server")
+    if isolation == "namespaces-only":      # no Landlock to stop the signal: it lands
+        assert killed == "ok"
+    else:
+        assert killed.startswith("refused"), killed
+    assert found.pop("scanner sees its own head") is True
+    answers = found.pop("answers")          # hidden with namespaces; reached, but no use, without
+    assert len(answers) == 1 and not answers[0].startswith("pid"), answers  # no kernel for it
+    if isolation.startswith("namespaces"):
+        assert answers[0] == "refused: FileNotFoundError", answers
+    assert found == {}
+    assert not (tmp_path / "course" / "autograded" / "b_full" / LAB / "evil.json").exists()
+
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        scores = [gb.find_submission(LAB, student).score
+                  for student in ("a_attacker", "b_full", "c_untouched")]
+    assert scores == [100, 100, 0]          # the server killed or not, the next two graded right
