@@ -77,7 +77,8 @@ def _parser():
     sub.add_argument("--scheduler", metavar="ADDRESS",
                      help="grade on the Dask cluster whose scheduler is at ADDRESS "
                           "(tcp://host:8786), each submission on one of its workers, instead of "
-                          "on this machine's cores")
+                          "on this machine's cores; 'local': on a Dask LocalCluster of --workers "
+                          "workers started here")
     _limit_options(sub)
     sub.add_argument("-v", "--verbose", action="store_true",
                      help="pytest's report of every test cell, with each failure's message")

@@ -14,10 +14,16 @@ from pathlib import Path
 from autograder import runner
 
 
-def grade(scheduler, jobs, seed, limits, progress):
+def grade(scheduler, jobs, seed, limits, progress, workers=1):
     """``[SubmissionResult]`` for ``jobs = [(lab, student, notebook path)]``, in that order, graded
-    on the cluster whose scheduler listens at ``scheduler`` (``tcp://host:port``)."""
-    from distributed import Client, as_completed
+    on the cluster whose scheduler listens at ``scheduler`` (``tcp://host:port``), or, for
+    ``"local"``, on a Dask LocalCluster of ``workers`` one-thread workers started on this machine
+    for the batch (what a cluster's workers do, tried on one machine)."""
+    from distributed import Client, LocalCluster, as_completed
+
+    if scheduler == "local":
+        with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as local:
+            return grade(local.scheduler_address, jobs, seed, limits, progress)
 
     with Client(scheduler, timeout="30s") as client:
         futures = [client.submit(grade_sent, lab, student, path.name, _read(path), seed, limits,

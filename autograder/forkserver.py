@@ -194,15 +194,17 @@ def _kill(pid):
 
 
 def _report_exits(kernels, events):
-    """Reap every kernel that ended and tell its client how."""
+    """Reap every kernel that ended, with what it left in its session, and tell its client how."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if ended is None:
             return
-        connection = kernels.pop(pid, None)
+        _kill(ended.si_pid)     # not reaped yet, so its number still names only its session
+        _, status = os.waitpid(ended.si_pid, 0)
+        connection = kernels.pop(ended.si_pid, None)
         if connection is not None:
             events.unregister(connection)
             try:

@@ -49,7 +49,8 @@ def graded():
     jobs = [(lab, student, path) for lab in batch["labs"]
             for student, path in find_submissions(batch["submissions"], lab)]
     if batch["scheduler"]:
-        results = cluster.grade(batch["scheduler"], jobs, batch["seed"], batch["limits"], _progress)
+        results = cluster.grade(batch["scheduler"], jobs, batch["seed"], batch["limits"], _progress,
+                                batch["workers"])
     else:
         results = _grade_here(jobs, batch["seed"], batch["limits"], batch["workers"])
     out = batch["out"]

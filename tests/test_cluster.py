@@ -1,5 +1,6 @@
 """``grade --scheduler``: a batch graded on a real Dask cluster (a ``dask scheduler`` and two
-``dask worker`` processes on loopback), one of whose workers is killed while it grades."""
+``dask worker`` processes on loopback), one of whose workers is killed while it grades; and on a
+LocalCluster (``--scheduler local``)."""
 import contextlib
 import csv
 import json
@@ -88,3 +89,20 @@ def test_a_batch_on_a_dask_cluster_survives_a_killed_worker(tmp_path):
     result = json.loads((tmp_path / "results" / LAB / "bo" / "results.json").read_text())
     assert result["score"] == expected["bo"] and "seed 3" in result["output"]
     assert "ada: 100" in out or "mean score" in out, out
+
+
+def test_a_batch_on_a_local_cluster_gets_the_expected_scores(tmp_path):
+    inbox = tmp_path / "inbox"
+    kinds = {"ada": "full", "bo": "bug", "cy": "untouched"}
+    for student, kind in kinds.items():
+        samples.write(kind, LAB, LABS_FOLDER, inbox / student / f"{LAB}.ipynb")
+    grading = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", LAB, "--submissions", str(inbox),
+         "--out", str(tmp_path / "results"), "--seed", "5", "--scheduler", "local",
+         "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert grading.returncode == 0, grading.stdout + grading.stderr
+    with open(tmp_path / "results" / "grades.csv") as file:
+        rows = {row["student"]: float(row["score"]) for row in csv.DictReader(file)}
+    assert rows == {student: samples.expected_score(kind, LAB) for student, kind in kinds.items()}
+    result = json.loads((tmp_path / "results" / LAB / "bo" / "results.json").read_text())
+    assert "seed 5" in result["output"] and "isolation:" in result["output"]

@@ -1,14 +1,18 @@
 """The fork server that starts the nbgrader path's kernels, attacked from a kernel it forked.
 
 One batch of three lab 2 submissions on one worker, so that all three kernels come from the same
-server: an attacker (a complete solution plus a cell that asks the server (its socket named in its
-command line) for a kernel of its own in the next student's folder, looks for the instructor's variables in its environment and in its
-whole memory, and kills the server), then a complete solution and the untouched release.  Each
-must get its own score; under every kind of isolation.
+server.  The attacker hands in a complete solution and two cells: one leaves a process in its
+kernel's session and kills the kernel; the next, run in a new kernel from the same server, asks the
+server (its socket is named in the server's command line) for a kernel of its own in the next
+student's folder, looks for the instructor's variables in its environment and its whole memory,
+and kills the server.  Then come a complete solution and the untouched release.  Each must get its
+own score, and nothing the attacker started may be left; under every kind of isolation.
 """
 import hashlib
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -20,6 +24,7 @@ from test_sandbox import KINDS, autograded_report
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "lab2_graphs"
 SECRET = "mini-instructor-secret-4f1d"
+MARK = f"mini-forkserver-leftover-{os.getpid()}"
 
 ATTACK = r'''
 import hashlib, json, os, re, signal, socket
@@ -63,12 +68,21 @@ def memory_holds(test=holds):
     return False
 found["memory"] = memory_holds()
 found["scanner sees its own head"] = memory_holds(lambda data: HEAD in data)
-try:
-    os.kill(os.getppid(), signal.SIGKILL)
+try:                # the server only: a kernel started the usual way has the worker as parent
+    if "autograder.forkserver" in found["parent"]:
+        os.kill(os.getppid(), signal.SIGKILL)
     found["kill the server"] = "ok"
 except OSError as error:
     found["kill the server"] = "refused: " + type(error).__name__
 print("FORK " + json.dumps(found))
+'''
+
+# a process in the kernel's session, then the kernel dies where ipykernel cannot clean up; the
+# cells after it run in a new kernel, forked by the same server
+LEAVE = '''
+import os, signal, subprocess
+subprocess.Popen(["sleep", "297"], env={"MARK": MARK})
+os.kill(os.getpid(), signal.SIGKILL)
 '''
 
 
@@ -91,6 +105,7 @@ def isolation(request, tmp_path, monkeypatch):
 def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_path):
     solution = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
     attacker = nbformat.from_dict(json.loads(json.dumps(solution)))
+    attacker.cells.append(nbformat.v4.new_code_cell(f"MARK = {MARK!r}\n" + LEAVE))
     attacker.cells.append(nbformat.v4.new_code_cell(
         f"LAB = {LAB!r}\nHEAD = {SECRET[:12].encode()!r}\n"
         f"TAIL_LENGTH = {len(SECRET) - 12}\n"
@@ -129,3 +144,10 @@ def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_pa
         scores = [gb.find_submission(LAB, student).score
                   for student in ("a_attacker", "b_full", "c_untouched")]
     assert scores == [100, 100, 0]          # the server killed or not, the next two graded right
+    assert leftovers() == []                # killed with the first kernel's session
+
+
+def leftovers():
+    """The attacker's ``sleep 297`` processes still running."""
+    pids = subprocess.run(["pgrep", "-f", "sleep 297"], capture_output=True, text=True).stdout
+    return [pid for pid in pids.split() if MARK.encode() in Path(f"/proc/{pid}/environ").read_bytes()]
