@@ -55,10 +55,12 @@ def backward_pass(g, end_node):
     """
     grads = {end_node: g}
     for node in reversed(toposort(end_node)):
-        g = grads[node]
+        if not node.parents:                    # an input: nothing to pass on
+            continue
+        g, fun, kwargs = grads[node], node.fun, node.kwargs
         ans, args = node.vjp_operands()
         for argnum, parent in zip(node.parent_argnums, node.parents):
-            parent_grad = vjp_of(node.fun, argnum)(g, ans, *args, **node.kwargs)
+            parent_grad = vjp_of(fun, argnum)(g, ans, *args, **kwargs)
             grads[parent] = add_outgrads(grads.get(parent), parent_grad)
     return grads
 
@@ -217,6 +219,8 @@ def hessian_vector_product(fun, argnum=0):
 
 
 def _differentiable(x, argnum):
+    if type(x) is np.ndarray and x.dtype.kind == "f":      # a model's parameter: nothing to do
+        return x
     value = raw(x)
     kind = np.asarray(value).dtype.kind if _is_numeric(value) else None
     if kind not in ("f", "i", "u", "b"):

@@ -86,21 +86,21 @@ def toposort(end_node):
         CycleError: if the nodes form a cycle; the message names a node on it.
     """
     nodes = reachable(end_node)
-    unprocessed_inputs = {id(node): 0 for node in nodes}
+    unprocessed_inputs = {id(node): len(node.parents) for node in nodes}
     readers = {id(node): [] for node in nodes}
     for node in nodes:
         for parent in node.parents:
-            unprocessed_inputs[id(node)] += 1
             readers[id(parent)].append(node)
 
-    ready = deque(node for node in nodes if unprocessed_inputs[id(node)] == 0)
+    ready = deque(node for node in nodes if not node.parents)
     order = []
     while ready:
         node = ready.popleft()
         order.append(node)
         for reader in readers[id(node)]:
-            unprocessed_inputs[id(reader)] -= 1
-            if unprocessed_inputs[id(reader)] == 0:
+            key = id(reader)
+            unprocessed_inputs[key] -= 1
+            if unprocessed_inputs[key] == 0:
                 ready.append(reader)
 
     if len(order) < len(nodes):

@@ -8,6 +8,8 @@ with a second primitive, its adjoint, and each of the two is the other's VJP: ``
 lets the same VJP work on framework nodes whose shapes are known only when a Session runs them.
 A matrix product is linear in each factor; its adjoints are bilinear in (g, other factor).
 """
+import math
+
 import numpy as np
 
 from mini import backend
@@ -58,9 +60,9 @@ def axis_size(x, axis=None):
 
 def count(shape, axis):
     if axis is None:
-        return int(np.prod(shape))
+        return math.prod(shape)
     axes = (axis,) if isinstance(axis, int) else axis
-    return int(np.prod([shape[a] for a in axes]))
+    return math.prod(shape[a] for a in axes)
 
 
 defvjp(sum, lambda g, ans, x, axis=None, keepdims=False: broadcast_like(g, x, axis, keepdims))
@@ -152,7 +154,7 @@ def untake(g, indices, like, axis=None):
         return np.reshape(untake.fun(g, indices, np.ravel(like), 0), np.shape(like))
     shape = np.shape(like)
     axis = axis % len(shape)
-    rows, before, after = shape[axis], int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1:]))
+    rows, before, after = shape[axis], math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     indices = np.ravel(indices)
     picked = np.where(indices < 0, indices + rows, indices)
     # g is (before, picked, after) entries; entry (i, j, k) lands on (i, picked[j], k) of the output

@@ -165,17 +165,21 @@ defjvp(where, no_tangent, lambda t, ans, c, x, y: where(c, t, 0.0),
 
 @primitive
 def logsumexp(x, axis=None, keepdims=False):
-    """log(sum(exp(x))) without overflow: m + log(sum(exp(x - m))) with m = max(x)."""
-    m = np.max(x, axis=axis, keepdims=True)
-    out = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    """log(sum(exp(x))) without overflow: m + log(sum(exp(x - m))) with m = max(x).
+
+    The reductions are numpy's ufunc methods themselves (what ``np.max`` and ``np.sum`` call):
+    the cross-entropy of every training step runs through here.
+    """
+    m = np.maximum.reduce(x, axis=axis, keepdims=True)
+    out = m + np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True))
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 @primitive
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis``."""
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    e = np.exp(x - np.maximum.reduce(x, axis=axis, keepdims=True))
+    return e / np.add.reduce(e, axis=axis, keepdims=True)
 
 
 @primitive

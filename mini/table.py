@@ -207,9 +207,14 @@ def zeros_like(x):
 
 
 def sum_to_shape(g, shape):
-    g = np.sum(g, axis=tuple(range(np.ndim(g) - len(shape)))) if np.ndim(g) > len(shape) else g
+    """Sum the leading axes broadcasting added, then the axes it stretched from length 1.
+
+    ``np.add.reduce`` is what ``np.sum`` calls: a bias's gradient passes here every step.
+    """
+    if np.ndim(g) > len(shape):
+        g = np.add.reduce(g, axis=tuple(range(np.ndim(g) - len(shape))))
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
-    return np.sum(g, axis=axes, keepdims=True) if axes else g
+    return np.add.reduce(g, axis=axes, keepdims=True) if axes else g
 
 
 defvjp(sum_to_like, lambda g, ans, x, like: broadcast_to_like(g, x), shape_only(1))
