@@ -232,6 +232,7 @@ def _start_worker(gradebook, scratch, environment, stop):
     global _api, _server
     threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
     os.environ.update(environment)
+    hidden = hidden_folders() + [Path(scratch)]     # the instructor's Jupyter folders among them
     _quiet_nbgrader()
     mine = Path(scratch) / str(os.getpid())
     (mine / "db").mkdir(parents=True)
@@ -240,7 +241,6 @@ def _start_worker(gradebook, scratch, environment, stop):
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
     limits = Limits()
     (mine / "run").mkdir()
-    hidden = hidden_folders() + [Path(scratch)]
     _server, server_socket = forkserver.start(
         mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
         limits.memory_bytes, limits.file_bytes, sandbox.kernel_confinement())

@@ -20,8 +20,7 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
-                                jupyter_path, jupyter_runtime_dir)
+from jupyter_core.paths import jupyter_runtime_dir
 
 from autograder import sandbox
 from autograder.runner import Limits, hidden_folders
@@ -49,7 +48,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**{**kwargs, "kernel_name": sandbox.KERNEL_NAME})
-        hidden = [*hidden_folders(), *_server_folders()]
+        hidden = hidden_folders()       # with every Jupyter folder of the server's
         self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
         runtime = self.folder / "run"
         runtime.mkdir()
@@ -81,18 +80,3 @@ class SandboxedKernelManager(AsyncKernelManager):
             shutil.rmtree(self.folder, ignore_errors=True)
 
     cleanup_resources = _async_cleanup_resources    # AsyncKernelManager binds the base's
-
-
-def _server_folders():
-    """Where the server finds its token, its kernels' connection files, the kernelspecs it
-    launches and the configuration it loads: every Jupyter folder but those holding the grader or
-    Python (read-only to the kernel anyway).  The user's own are made when missing, so that they
-    can be hidden: a kernel could create them otherwise, with a kernelspec in."""
-    mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir())
-    for folder in mine:
-        os.makedirs(folder, exist_ok=True)
-    folders = dict.fromkeys(Path(folder).resolve()
-                            for folder in (*mine, *jupyter_path(), *jupyter_config_path()))
-    needed = sandbox.protected_folders()
-    return [folder for folder in folders if folder.is_dir()
-            and not any(kept.is_relative_to(folder) for kept in needed)]

@@ -338,14 +338,36 @@ def _run_worker(cells, keys, lab, seed, limits):
 
 def hidden_folders():
     """What student code must not see, on both paths: the answers, the course (gradebook, other
-    submissions), nbgrader's exchange (every student's submissions, wherever it is) and the
-    submissions folder being graded."""
+    submissions), nbgrader's exchange (every student's submissions, wherever it is), the
+    submissions folder being graded, and the grader's own Jupyter and IPython folders
+    (:func:`personal_folders`)."""
     from autograder.course import course_dir, exchange_dir
-    folders = [REPO / "solutions", course_dir(), exchange_dir()]
+    folders = [REPO / "solutions", course_dir(), exchange_dir(), *personal_folders()]
     if os.environ.get("MINI_GRADE_SUBMISSIONS"):
         folders.append(Path(os.environ["MINI_GRADE_SUBMISSIONS"]))
-    return [folder.resolve() for folder in folders       # never the code the worker imports
-            if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())]
+    return list(dict.fromkeys(     # never the code the worker imports
+        folder.resolve() for folder in folders
+        if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())))
+
+
+def personal_folders():
+    """Where the grader's Jupyter finds its configuration, kernelspecs and runtime files (a
+    server's token, its kernels' connection files), and where IPython keeps its profiles (their
+    startup files run in every later IPython): every such folder but those holding the grader or
+    Python (read-only to student code anyway).  The user's own are made when missing, so that
+    they can be hidden: student code could create them otherwise, with a kernelspec or a startup
+    file in."""
+    from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
+                                    jupyter_path, jupyter_runtime_dir)
+    mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir(),
+            os.environ.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"))
+    for folder in mine:
+        os.makedirs(folder, exist_ok=True)
+    folders = dict.fromkeys(Path(folder).resolve()
+                            for folder in (*mine, *jupyter_path(), *jupyter_config_path()))
+    needed = sandbox.protected_folders()
+    return [folder for folder in folders if folder.is_dir()
+            and not any(kept.is_relative_to(folder) for kept in needed)]
 
 
 def _read_events(read_fd, process, seconds, step_seconds):

@@ -1,9 +1,10 @@
 """Every promise of the sandbox, checked by a submission that tries to break it.
 
 A probe cell, added to a complete lab 2 notebook, tries to read and list what grading must hide
-(the solutions, the course folder, the submissions, another checkout's solutions), to write into
-everything it should not change (the solutions, mini, the checks, Python's packages, the
-submissions), to reach a TCP server the test runs on loopback, to import the grader, to start more
+(the solutions, the course folder, the submissions, another checkout's solutions, the instructor's
+Jupyter runtime folder with a server's token), to write into everything it should not change (the
+solutions, mini, the checks, Python's packages, the submissions, the instructor's IPython start-up
+and Jupyter configuration folders), to reach a TCP server the test runs on loopback, to import the grader, to start more
 threads than the process limit allows, to write a file over the size limit, and to leave a
 process behind.  It prints what it found; the test reads that from the results as an instructor
 would, and checks the files themselves.  Both grading paths (the pytest path's worker, the nbgrader
@@ -162,6 +163,15 @@ def setting(tmp_path, monkeypatch):
     exchange.mkdir(parents=True)                  # a shared server's exchange, outside the course
     (exchange / f"{LAB}.ipynb").write_text("{}\n")
     monkeypatch.setenv("MINI_EXCHANGE_DIR", str(tmp_path / "exchange"))
+    home = tmp_path / "home"          # the instructor's: a server's token, IPython's start-up files
+    (home / ".local" / "share" / "jupyter" / "runtime").mkdir(parents=True)
+    (home / ".local" / "share" / "jupyter" / "runtime" / "jpserver-1.json").write_text(
+        '{"token": "instructor-token"}\n')
+    (home / ".ipython" / "profile_default" / "startup").mkdir(parents=True)
+    (home / ".jupyter").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR"):
+        monkeypatch.delenv(name, raising=False)
     listener = Listener()
     yield tmp_path, other, listener
     listener.close()
@@ -174,10 +184,15 @@ def probe_targets(tmp_path, other, submissions):
     read = {"solutions": str(ROOT / "solutions"), "course": str(tmp_path / "course"),
             "submissions": str(submissions), "other checkout": str(other),
             "exchange": str(next((tmp_path / "exchange" / "mini" / "inbound").iterdir()))}
+    home = tmp_path / "home"
+    read["jupyter runtime"] = str(home / ".local" / "share" / "jupyter" / "runtime")
     write = {"solutions": str(ROOT / "solutions"), "mini": str(ROOT / "mini"),
              "checks": str(ROOT / "autograder" / "checks"),
-             "site-packages": str(site_packages), "submissions": str(submissions)}
-    return read, write, [*map(Path, read.values()), site_packages / "numpy"]
+             "site-packages": str(site_packages), "submissions": str(submissions),
+             "ipython start-up": str(home / ".ipython" / "profile_default" / "startup"),
+             "jupyter config": str(home / ".jupyter")}
+    return read, write, [*map(Path, read.values()), site_packages / "numpy",
+                         home / ".ipython", home / ".jupyter"]
 
 
 def planted():
@@ -193,11 +208,12 @@ def assert_nothing_found(found, path, layers):
     is written into those lands in an empty tmpfs (the caller checks the real ones)."""
     allowed = {"import the grader", "threads", "leftover"} if path == "nbgrader" else {"leftover"}
     allowed |= {"landlock": {"udp"}, "namespaces-only": {
-        "read other checkout", "write solutions", "write submissions"}}.get(layers, set())
+        "read other checkout", "write solutions", "write submissions", "write ipython start-up",
+        "write jupyter config"}}.get(layers, set())
     got = {name: value for name, value in found.items()
            if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
     assert got == {}, (got, found)
-    assert len(found) == 17, sorted(found)
+    assert len(found) == 20, sorted(found)
 
 
 def autograded_report(student, prefix):
