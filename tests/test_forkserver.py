@@ -11,7 +11,6 @@ own score, and nothing the attacker started may be left; under every kind of iso
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import nbformat
 import pytest
 
 from autograder import cli, course, sandbox
-from test_sandbox import KINDS, autograded_report
+from test_sandbox import KINDS, autograded_report, hand_in
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "lab2_graphs"
@@ -110,16 +109,7 @@ def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_pa
         f"LAB = {LAB!r}\nHEAD = {SECRET[:12].encode()!r}\n"
         f"TAIL_LENGTH = {len(SECRET) - 12}\n"
         f"TAIL_SHA256 = {hashlib.sha256(SECRET[12:].encode()).hexdigest()!r}\n" + ATTACK))
-    assert cli.main(["release", "lab2"]) == 0
-    submitted = tmp_path / "course" / "submitted"
-    for student, notebook in (("a_attacker", attacker), ("b_full", solution),
-                              ("c_untouched", None)):
-        (submitted / student / LAB).mkdir(parents=True)
-        target = submitted / student / LAB / f"{LAB}.ipynb"
-        if notebook is None:
-            shutil.copy(tmp_path / "release" / LAB / f"{LAB}.ipynb", target)
-        else:
-            nbformat.write(notebook, target)
+    hand_in(tmp_path, {"a_attacker": attacker, "b_full": solution, "c_untouched": None})
     assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
 
     found = autograded_report("a_attacker", "FORK ")

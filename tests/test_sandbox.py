@@ -226,6 +226,19 @@ def autograded_report(student, prefix):
                            if line.startswith(prefix))[len(prefix):])
 
 
+def hand_in(tmp_path, notebooks):
+    """Release lab 2 into the course of ``setting``, then put ``{student: notebook}`` in its
+    ``submitted/`` as collect would (None: the released notebook, untouched)."""
+    assert cli.main(["release", "lab2"]) == 0
+    for student, notebook in notebooks.items():
+        target = tmp_path / "course" / "submitted" / student / LAB / f"{LAB}.ipynb"
+        target.parent.mkdir(parents=True)
+        if notebook is None:
+            shutil.copy(tmp_path / "release" / LAB / f"{LAB}.ipynb", target)
+        else:
+            nbformat.write(notebook, target)
+
+
 def gradebook_scores(*students):
     from nbgrader.api import Gradebook
     grader = course.api()
@@ -305,15 +318,7 @@ def test_a_kernel_cannot_rewrite_the_launch_file_of_the_next(setting, monkeypatc
     try:
         nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(LAUNCH_FILE_ATTACK))
-        submitted = tmp_path / "course" / "submitted"
-        assert cli.main(["release", "lab2"]) == 0
-        for student, notebook in (("a_attacker", nb), ("b_untouched", None)):
-            (submitted / student / LAB).mkdir(parents=True)
-            target = submitted / student / LAB / f"{LAB}.ipynb"
-            if notebook is None:
-                shutil.copy(tmp_path / "release" / LAB / f"{LAB}.ipynb", target)
-            else:
-                nbformat.write(notebook, target)
+        hand_in(tmp_path, {"a_attacker": nb, "b_untouched": None})
         assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
     finally:
         sandbox.isolation.cache_clear()
