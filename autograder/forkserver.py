@@ -244,8 +244,11 @@ def _become_kernel(config, request, keep):
             del sys.modules[name]
         from ipykernel import kernelapp
         kernelapp.launch_new_instance(argv=request["arguments"])
-    finally:
-        os._exit(0)
+    except SystemExit as leaving:
+        os._exit(leaving.code if isinstance(leaving.code, int) else 1)
+    except BaseException:       # the sandbox could not be entered: the kernel never ran
+        os._exit(1)
+    os._exit(0)
 
 
 def _own_copy_only(cwd, cover):
