@@ -131,9 +131,11 @@ def _autograde_in_pool(todo, workers, progress):
     context = multiprocessing.get_context("spawn")
     interrupted, stop = threading.Event(), context.Event()   # seen by the parent, the workers
     try:
-        with _ctrl_c_sets(interrupted), concurrent.futures.ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_start_worker,
-                initargs=(str(gradebook), str(scratch), dict(os.environ), stop)) as pool, \
+        with _ctrl_c_sets(interrupted), sandbox.task_cgroup("max") as cgroup, \
+                concurrent.futures.ProcessPoolExecutor(
+                    workers, mp_context=context, initializer=_start_worker,
+                    initargs=(str(gradebook), str(scratch), dict(os.environ), stop,
+                              cgroup)) as pool, \
                 tqdm(total=len(todo), desc="autograde", unit="submission",
                      disable=not progress) as bar:
             pending = {pool.submit(_grade_one, lab, student): (lab, student, path)
@@ -220,14 +222,16 @@ _api = None
 _server = None      # the worker's fork server (autograder.forkserver), ends with the worker
 
 
-def _start_worker(gradebook, scratch, environment, stop):
+def _start_worker(gradebook, scratch, environment, stop, cgroup=None):
     """Copy the gradebook for this worker alone and open nbgrader's API on the copy.
 
     Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
     submission's own autograded copy), nor the solutions, nor the batch's folder (the gradebook
     copies, every worker's kernel launch file, the other kernels' connection files and sockets;
     but its own runtime folder), nor the network.  The worker's fork server
-    (:mod:`autograder.forkserver`) starts those kernels; it ends when the worker does.
+    (:mod:`autograder.forkserver`) starts those kernels; it ends when the worker does.  With
+    ``cgroup`` (the batch's, when the grader runs as root) the server and every process a kernel
+    starts are in it, so that none outlives the batch, even one that left its kernel's session.
     """
     global _api, _server
     threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
@@ -243,7 +247,7 @@ def _start_worker(gradebook, scratch, environment, stop):
     (mine / "run").mkdir()
     _server, server_socket = forkserver.start(
         mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
-        limits.memory_bytes, limits.file_bytes, sandbox.kernel_confinement())
+        limits.memory_bytes, limits.file_bytes, sandbox.kernel_confinement(), cgroup)
     kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden,
                                             limits.memory_bytes, limits.file_bytes, server_socket)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,

@@ -70,13 +70,14 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x20000, 1, 32, 4096
 
 
-def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinement):
+def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinement, cgroup=None):
     """Start a fork server in ``folder``; return ``(process, socket path)``, or ``(None, None)``
     when it did not come up (the kernels then start the slow way).
 
     ``cover``: the folder of the batch's autograded copies (each kernel starts in one of them);
     with namespaces a child sees its own only.  ``hidden``, as for the kernelspec, should cover
-    ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.
+    ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.  The server,
+    and so every kernel, runs in ``cgroup`` (:func:`autograder.sandbox.task_cgroup`) if given.
     """
     folder = Path(folder)
     home = folder / "home"
@@ -93,6 +94,7 @@ def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinem
                    "TMPDIR": tempfile.gettempdir()}      # the sandbox's set-up, outside ``hidden``
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
+    sandbox.join(cgroup, process.pid)   # before it forks a kernel: it forks none before "ready"
     if process.stdout.readline() != b"ready\n":
         process.kill()
         process.wait()

@@ -114,7 +114,8 @@ def confine(spec):
 
 @contextlib.contextmanager
 def task_cgroup(tasks):
-    """A pids cgroup in which at most ``tasks`` processes and threads can run, or None.
+    """A pids cgroup in which at most ``tasks`` processes and threads can run (``"max"``: no
+    limit, only the clean-up below), or None.
 
     ``RLIMIT_NPROC`` does not bind root, so a grader running as root (a container, CI) puts each
     worker in a cgroup of its own instead (:func:`join`, from the child).  On exit every process
@@ -130,10 +131,11 @@ def task_cgroup(tasks):
             _empty_cgroup(folder)
 
 
-def join(cgroup):
-    """Move the calling process into ``cgroup`` (from :func:`task_cgroup`; nothing for None)."""
+def join(cgroup, pid=None):
+    """Move process ``pid`` (default: the calling one) into ``cgroup`` (from :func:`task_cgroup`;
+    nothing for None)."""
     if cgroup is not None:
-        (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+        (Path(cgroup) / "cgroup.procs").write_text(str(pid or os.getpid()))
 
 
 def _new_cgroup(tasks):

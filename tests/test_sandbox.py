@@ -285,7 +285,9 @@ def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
     assert_nothing_found(autograded_report("prober", "PROBE "), "nbgrader", kind)
     assert listener.accepted == (kind == "landlock")
     assert gradebook_scores("prober") == [100]      # honest code, confined
-    for pid in leftovers():                   # not promised on this path: do not leave them
+    if os.geteuid() == 0:       # the batch's cgroup ended the process that left its kernel's session
+        assert leftovers() == []
+    for pid in leftovers():     # not promised to a grader that is not root: do not leave them
         os.kill(int(pid), 9)
 
 
