@@ -248,8 +248,9 @@ def _start_worker(gradebook, scratch, environment, stop, cgroup=None):
     _server, server_socket = forkserver.start(
         mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
         limits.memory_bytes, limits.file_bytes, sandbox.kernel_confinement(), cgroup)
+    through = forkserver.client_command(server_socket) if server_socket else ()
     kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden,
-                                            limits.memory_bytes, limits.file_bytes, server_socket)
+                                            limits.memory_bytes, limits.file_bytes, through)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
 

@@ -103,12 +103,12 @@ def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinem
     return process, config["socket"]
 
 
-def client_command(server_socket, fallback):
-    """The kernelspec's argv: ask the server at ``server_socket`` for a kernel, or run
-    ``fallback`` (the full launcher, ``-f {connection_file}`` at its end)."""
+def client_command(server_socket):
+    """The start of the kernelspec's argv: ask the server at ``server_socket`` for a kernel, or
+    run what follows it (the full launcher, ``-f {connection_file}`` at its end)."""
     names = [*sandbox.STUDENT_VARIABLES, *kernel.KEEP]
     return [sys.executable, "-I", "-S", "-c", CLIENT, str(server_socket), json.dumps(names),
-            "-f", "{connection_file}", "--", *fallback]
+            "-f", "{connection_file}", "--"]
 
 
 # --- inside the sandbox: the server --------------------------------------------------------------

@@ -241,8 +241,7 @@ def _font_lists():
     return sorted(Path(folder).glob("fontlist-v*.json"))
 
 
-def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_bytes,
-                           server_socket=None):
+def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_bytes, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with these limits, in the folder named by ``$MINI_KERNEL_HOME`` (the
     submission's autograded copy).  Under Landlock the kernel may also read the grader (its
@@ -251,8 +250,9 @@ def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_byt
     ``hidden`` should cover ``data_dir``: a kernel that could rewrite this launch file would start
     the next submission's kernel as it pleased, outside the sandbox.  Of the folders it hides, the
     kernel keeps its own ``runtime_dir`` (its connection file and IPC sockets), and no other
-    kernel's.  With ``server_socket`` (a :mod:`autograder.forkserver`'s) each kernel is forked
-    from that server, and started as above only where the server does not answer.
+    kernel's.  ``through``: a command that the launcher above is handed to as its last arguments
+    (:func:`autograder.forkserver.client_command`: fork the kernel from a server, start it as
+    above only where the server does not answer).
     """
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
@@ -260,10 +260,7 @@ def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_byt
                 "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
                 json.dumps(kernel_confinement()),
                 "-f", "{connection_file}"]
-    argv = sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])
-    if server_socket is not None:
-        from autograder.forkserver import client_command
-        argv = client_command(server_socket, argv)
+    argv = [*through, *sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])]
     (folder / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
     return KERNEL_NAME
