@@ -73,9 +73,15 @@ def row(cell_class, text):
 
 
 def modal(page):
-    """The text of the formgrader's dialog, once it shows."""
-    return page.find("//div[contains(@class, 'modal') and @role='dialog']"
-                     "//div[contains(@class, 'modal-content')]", "the formgrader's dialog").text
+    """The text of the formgrader's dialog, once it says how the work went.  Its whole text, as
+    the page holds it: while the dialog fades in, Selenium's visible text can hold the log alone,
+    without the line above it that gives the verdict."""
+    dialog = page.find("//div[contains(@class, 'modal') and @role='dialog']"
+                       "//div[contains(@class, 'modal-content')]", "the formgrader's dialog")
+    verdict = ("Successfully", "There was an error")
+    return page.until(lambda driver: next((text for text in [dialog.get_attribute("textContent")]
+                                           if any(word in text for word in verdict)), False),
+                      "the formgrader's dialog to say how the work went")
 
 
 def close(page):
