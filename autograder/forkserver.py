@@ -237,7 +237,7 @@ def _become_kernel(config, request, keep):
         os.environ.clear()
         os.environ.update(request["environment"])
         environment = kernel.enter(config["memory"], config["file_size"], config["confinement"],
-                                   request["arguments"])
+                                   request["arguments"], own_processes=config["namespaces"])
         os.environ.clear()
         os.environ.update(environment)
         tempfile.tempdir = None

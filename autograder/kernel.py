@@ -5,14 +5,16 @@ the sandbox.  Before ipykernel starts, it caps the process's memory and file siz
 path's worker is capped), points file descriptors 1 and 2 at /dev/null (what the notebook prints
 still reaches the notebook through ipykernel; bytes written straight to the descriptors no longer
 reach the instructor's terminal), and replaces the environment with a short list, so no variable of
-the instructor's reaches student code, not even through ``/proc/self/environ``.  Where the
+the instructor's reaches student code, not even through ``/proc/self/environ``.  With namespaces
+it first takes a PID namespace of its own (:mod:`autograder.pid_namespace`), so that whatever the
+kernel starts ends with it.  Where the
 sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel confines itself to it: it may
 read its connection file and write only its folder (the autograded copy it starts in), its
 temporary home (beside its connection file) and the folder of its IPC sockets; the confinement
 holds across ``execve``.  A batch's worker starts most kernels faster, by forking them from
 :mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in each child.
 
-    python -c "...; main()" MEMORY_BYTES FILE_BYTES CONFINEMENT -f CONNECTION_FILE
+    python -c "...; main()" MEMORY_BYTES FILE_BYTES CONFINEMENT OWN_PROCESSES -f CONNECTION_FILE
 """
 import json
 import os
@@ -20,30 +22,35 @@ import resource
 import sys
 import tempfile
 
+from autograder import pid_namespace
 from autograder.sandbox import REPO, confine, student_environment
 
-# beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does) and
-# the thread settings the instructor chose (not the checks' seed: the grader writes it into each
+# beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does; not
+# kept in a PID namespace of its own, where the namespace ends with the parent instead) and the
+# thread settings the instructor chose (not the checks' seed: the grader writes it into each
 # test cell as the cell runs)
 KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def main():
     memory, file_size = int(sys.argv[1]), int(sys.argv[2])
-    confinement, kernel_arguments = json.loads(sys.argv[3]), sys.argv[4:]
-    environment = enter(memory, file_size, confinement, kernel_arguments)
+    confinement, own_processes = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+    kernel_arguments = sys.argv[5:]
+    environment = enter(memory, file_size, confinement, kernel_arguments, own_processes)
     start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
              "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
     os.execve(sys.executable, [sys.executable, "-I", "-c", start, *kernel_arguments], environment)
 
 
-def enter(memory, file_size, confinement, kernel_arguments):
+def enter(memory, file_size, confinement, kernel_arguments, own_processes):
     """Take this process into the kernel's sandbox; return the environment the kernel runs with.
 
-    Caps memory and file size, makes the kernel's home beside its connection file, confines the
+    With ``own_processes`` (namespaces only) continues in a PID namespace of its own.  Caps memory and file size, makes the kernel's home beside its connection file, confines the
     process (``confinement`` from :func:`autograder.sandbox.confinement`, or None), and points
     descriptors 1 and 2 at /dev/null.  Reads the grader's variables from ``os.environ``.
     """
+    if own_processes:
+        pid_namespace.enter()
     for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
@@ -52,6 +59,8 @@ def enter(memory, file_size, confinement, kernel_arguments):
     home = tempfile.mkdtemp(prefix="home-", dir=os.path.dirname(os.path.abspath(connection_file)))
     environment = {**student_environment(home, keep=KEEP),
                    "IPYTHONDIR": os.path.join(home, "ipython")}
+    if own_processes:       # ipykernel would take process 1 for a parent that has gone
+        environment.pop("JPY_PARENT_PID", None)
     if confinement:
         with open(connection_file) as file:
             sockets = json.load(file)["ip"]      # IPC transport: the sockets' path prefix

@@ -316,7 +316,8 @@ def _run_worker(cells, keys, lab, seed, limits):
     tasks = _user_tasks()
     request = {"lab": lab, "seed": seed, "cells": cells, "checks": keys, "events_fd": write_fd,
                "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
-               "output_limit": limits.output_chars, "confine": sandbox.confinement([scratch])}
+               "output_limit": limits.output_chars, "confine": sandbox.confinement([scratch]),
+               "own_processes": sandbox.isolation() == "namespaces"}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
               "from autograder.worker import main; main()"]
     try:

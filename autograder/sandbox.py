@@ -258,7 +258,7 @@ def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_byt
     folder.mkdir(parents=True, exist_ok=True)
     launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
                 "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
-                json.dumps(kernel_confinement()),
+                json.dumps(kernel_confinement()), json.dumps(isolation() == "namespaces"),
                 "-f", "{connection_file}"]
     argv = [*through, *sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])]
     (folder / "kernel.json").write_text(json.dumps(

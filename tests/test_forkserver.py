@@ -5,7 +5,8 @@ server.  The attacker hands in a complete solution and two cells: one leaves a p
 kernel's session and kills the kernel; the next, run in a new kernel from the same server, asks the
 server (its socket is named in the server's command line) for a kernel of its own in the next
 student's folder, looks for the instructor's variables in its environment and its whole memory,
-and kills the server.  Then come a complete solution and the untouched release.  Each must get its
+and kills its parent: the server, or with namespaces the init of the kernel's own PID namespace
+(the server is out of its sight there).  Then come a complete solution and the untouched release.  Each must get its
 own score, and nothing the attacker started may be left; under every kind of isolation.
 """
 import hashlib
@@ -29,6 +30,8 @@ ATTACK = r'''
 import hashlib, json, os, re, signal, socket
 found = {}
 found["parent"] = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+found["parent pid"] = os.getppid()
+found["processes"] = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
 found["answers"] = []
 for path in re.findall(r'"socket": "([^"]+)"', found["parent"]):    # the server's own argument
     try:
@@ -114,10 +117,13 @@ def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_pa
 
     found = autograded_report("a_attacker", "FORK ")
     assert "autograder.forkserver" in found.pop("parent")       # it was forked, not started
+    parent, processes = found.pop("parent pid"), found.pop("processes")
+    if isolation.startswith("namespaces"):  # its own PID namespace: its parent is the namespace's
+        assert parent == 1 and processes == [1, 2]      # init, a fork of the server's child
     assert found.pop("environ") is False and found.pop("memory") is False
     killed = found.pop("kill the server")
-    if isolation == "namespaces-only":      # no Landlock to stop the signal: it lands
-        assert killed == "ok"
+    if isolation == "namespaces-only":      # no Landlock to stop the signal, but it reaches only
+        assert killed == "ok"               # the namespace's init, which ignores it
     else:
         assert killed.startswith("refused"), killed
     assert found.pop("scanner sees its own head") is True

@@ -67,6 +67,8 @@ def many_threads():
     return len(started)
 attempt("threads", many_threads)
 attempt("big file", lambda: open("big.bin", "wb").write(b"\0" * (FILE_BYTES + 2**20)))
+attempt("see the grader", lambda: open(f"/proc/{GRADER}/cmdline").read(40))
+attempt("signal the grader", lambda: os.kill(GRADER, 0))
 attempt("leftover", lambda: subprocess.Popen(["sleep", "299"], start_new_session=True,
                                              env={"MARK": MARK}).pid)
 print("PROBE " + json.dumps(found))
@@ -76,7 +78,7 @@ print("PROBE " + json.dumps(found))
 def probe_notebook(read, write, port, threads, file_bytes):
     nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
     settings = (f"READ = {read!r}\nWRITE = {write!r}\nPORT = {port}\nTHREADS = {threads}\n"
-                f"FILE_BYTES = {file_bytes}\nMARK = {MARK!r}\n"
+                f"FILE_BYTES = {file_bytes}\nMARK = {MARK!r}\nGRADER = {os.getpid()}\n"
                 f"SOLUTION = {str(ROOT / 'solutions' / LAB / (LAB + '.ipynb'))!r}\n")
     nb.cells.append(nbformat.v4.new_code_cell(settings + PROBE))
     return nb
@@ -207,13 +209,13 @@ def assert_nothing_found(found, path, layers):
     Landlock alone does not cut UDP; namespaces alone hide only the grader's own folders, and what
     is written into those lands in an empty tmpfs (the caller checks the real ones)."""
     allowed = {"import the grader", "threads", "leftover"} if path == "nbgrader" else {"leftover"}
-    allowed |= {"landlock": {"udp"}, "namespaces-only": {
+    allowed |= {"landlock": {"udp", "see the grader"}, "namespaces-only": {
         "read other checkout", "write solutions", "write submissions", "write ipython start-up",
         "write jupyter config"}}.get(layers, set())
     got = {name: value for name, value in found.items()
            if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
     assert got == {}, (got, found)
-    assert len(found) == 20, sorted(found)
+    assert len(found) == 22, sorted(found)
 
 
 def autograded_report(student, prefix):
@@ -285,19 +287,18 @@ def test_the_nbgrader_kernel_hides_and_refuses(kind, setting):
     assert_nothing_found(autograded_report("prober", "PROBE "), "nbgrader", kind)
     assert listener.accepted == (kind == "landlock")
     assert gradebook_scores("prober") == [100]      # honest code, confined
-    if os.geteuid() == 0:       # the batch's cgroup ended the process that left its kernel's session
-        assert leftovers() == []
+    if kind == "namespaces" or os.geteuid() == 0:   # its PID namespace, or the batch's cgroup,
+        assert leftovers() == []                     # ended what left the kernel's session
     for pid in leftovers():     # not promised to a grader that is not root: do not leave them
         os.kill(int(pid), 9)
 
 
 LAUNCH_FILE_ATTACK = r'''
 import glob, json, os
-# the launch file of the worker that started this kernel (its pid, which ipykernel is given, names
-# the worker's folder); the probe leaves other batches' alone: another test may be grading with
-# them right now
-worker = os.environ["JPY_PARENT_PID"]
-own = glob.glob(f"/tmp/mini-autograde-*/{worker}/jupyter/kernels/*/kernel.json")
+# the launch files of this test's batch (they name its course folder, which they hide); the probe
+# leaves other batches' alone: another test may be grading with them right now
+own = [spec for spec in glob.glob("/tmp/mini-autograde-*/*/jupyter/kernels/*/kernel.json")
+       if COURSE in open(spec).read()]
 rewritten = []
 for spec in own:
     try:
@@ -319,7 +320,8 @@ def test_a_kernel_cannot_rewrite_the_launch_file_of_the_next(setting, monkeypatc
     sandbox.isolation.cache_clear()
     try:
         nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
-        nb.cells.append(nbformat.v4.new_code_cell(LAUNCH_FILE_ATTACK))
+        nb.cells.append(nbformat.v4.new_code_cell(
+            LAUNCH_FILE_ATTACK.replace("COURSE", repr(str(tmp_path)))))
         hand_in(tmp_path, {"a_attacker": nb, "b_untouched": None})
         assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
     finally:
