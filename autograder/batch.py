@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 
 from autograder import course, forkserver, sandbox
-from autograder.runner import Limits, hidden_folders, read_notebook
+from autograder.runner import hidden_folders, read_notebook
 
 MARKER = ".mini-graded"
 
@@ -243,14 +243,14 @@ def _start_worker(gradebook, scratch, environment, stop, cgroup=None):
     private = mine / "db" / "gradebook.db"
     shutil.copy(gradebook, private)
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
-    limits = Limits()
+    limits = sandbox.Limits()
     (mine / "run").mkdir()
     _server, server_socket = forkserver.start(
         mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
-        limits.memory_bytes, limits.file_bytes, sandbox.kernel_confinement(), cgroup)
+        limits, sandbox.kernel_confinement(), cgroup)
     through = forkserver.client_command(server_socket) if server_socket else ()
-    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden,
-                                            limits.memory_bytes, limits.file_bytes, through)
+    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden, limits,
+                                            through)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
 

@@ -103,7 +103,7 @@ def _parser():
 
 
 def _limit_options(sub, where=""):
-    """The pytest path's limits (``runner.Limits``), for ``grade`` and for the Gradescope zip."""
+    """The pytest path's limits (``sandbox.Limits``), for ``grade`` and for the Gradescope zip."""
     sub.add_argument("--check-seconds", type=float, default=30.0,
                      help=f"time limit of one check{where} (default 30; lab 5's simulator is slow)")
     sub.add_argument("--cell-seconds", type=float, default=30.0,
@@ -255,10 +255,10 @@ def _demo(args):
 
 
 def _gradescope(args):
-    from autograder import course, gradescope, runner
+    from autograder import course, gradescope, sandbox
     folder = Path(args.to or course.course_dir() / "gradescope").resolve()
-    limits = runner.Limits(check_seconds=args.check_seconds, cell_seconds=args.cell_seconds,
-                           worker_seconds=args.worker_seconds)
+    limits = sandbox.Limits(check_seconds=args.check_seconds, cell_seconds=args.cell_seconds,
+                            worker_seconds=args.worker_seconds)
     for lab in course.expand(args.lab):
         print(f"{lab}: {gradescope.build(lab, folder, limits=limits)}")
     return 0

@@ -18,7 +18,9 @@ runs in the server, and none can reach it:
 
 The client stands for the kernel before the kernel manager: it forwards interrupts and
 terminations, and exits with the kernel's status; when the client is killed, the server kills the
-kernel's whole session.  Where the server cannot be reached, the client starts the kernel the
+kernel's whole session.  With namespaces a kernel also has a PID namespace of its own, and under
+a grader running as root a pids cgroup of its own: what it starts ends with it, however it left
+the session.  Where the server cannot be reached, the client starts the kernel the
 slow way, through :mod:`autograder.kernel`.
 """
 import ctypes
@@ -70,22 +72,26 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x20000, 1, 32, 4096
 
 
-def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinement, cgroup=None):
+def start(folder, runtime_dir, hidden, cover, limits, confinement, cgroup=None):
     """Start a fork server in ``folder``; return ``(process, socket path)``, or ``(None, None)``
     when it did not come up (the kernels then start the slow way).
 
     ``cover``: the folder of the batch's autograded copies (each kernel starts in one of them);
     with namespaces a child sees its own only.  ``hidden``, as for the kernelspec, should cover
-    ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.  The server,
-    and so every kernel, runs in ``cgroup`` (:func:`autograder.sandbox.task_cgroup`) if given.
+    ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.  Kernels
+    get ``limits`` (:class:`autograder.sandbox.Limits`).  Given ``cgroup``
+    (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it, and each
+    kernel in one of its own there, allowed ``limits.processes`` processes and threads, and
+    emptied when the kernel ends.
     """
     folder = Path(folder)
     home = folder / "home"
     home.mkdir(parents=True)
     Path(cover).mkdir(parents=True, exist_ok=True)
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
-              "namespaces": sandbox.isolation() == "namespaces", "memory": memory_bytes,
-              "file_size": file_bytes, "confinement": confinement}
+              "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
+              "confinement": confinement, "cgroup": cgroup and str(cgroup),
+              "processes": limits.processes}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
     command = sandbox.sandboxed(command, hidden, keep=[str(folder), str(runtime_dir), str(cover)])
@@ -94,7 +100,8 @@ def start(folder, runtime_dir, hidden, cover, memory_bytes, file_bytes, confinem
                    "TMPDIR": tempfile.gettempdir()}      # the sandbox's set-up, outside ``hidden``
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
-    sandbox.join(cgroup, process.pid)   # before it forks a kernel: it forks none before "ready"
+    if cgroup is not None:          # before it forks a kernel: it forks none before "ready"
+        sandbox.join(sandbox.nested_cgroup(cgroup, "server", "max") or cgroup, process.pid)
     if process.stdout.readline() != b"ready\n":
         process.kill()
         process.wait()
@@ -143,7 +150,7 @@ def serve():
                 os._exit(0)
             elif key.data == "child":
                 os.read(wake_read, 4096)
-                _report_exits(kernels, events)
+                _report_exits(kernels, events, config["cgroup"])
             elif key.data == "request":
                 _answer(listener, config, kernels, events)
             elif isinstance(key.data, int):     # a client's connection: it has gone
@@ -195,8 +202,9 @@ def _kill(pid):
         pass
 
 
-def _report_exits(kernels, events):
-    """Reap every kernel that ended, with what it left in its session, and tell its client how."""
+def _report_exits(kernels, events, cgroup):
+    """Reap every kernel that ended, with what it left in its session and its cgroup, and tell
+    its client how."""
     while True:
         try:
             ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -206,6 +214,8 @@ def _report_exits(kernels, events):
             return
         _kill(ended.si_pid)     # not reaped yet, so its number still names only its session
         _, status = os.waitpid(ended.si_pid, 0)
+        if cgroup and os.path.isdir(own := os.path.join(cgroup, f"kernel-{ended.si_pid}")):
+            sandbox.empty_cgroup(own)
         connection = kernels.pop(ended.si_pid, None)
         if connection is not None:
             events.unregister(connection)
@@ -231,13 +241,16 @@ def _become_kernel(config, request, keep):
         os.dup2(devnull, 0)
         os.close(devnull)
         os.setsid()
+        own = config["cgroup"] and sandbox.nested_cgroup(
+            config["cgroup"], f"kernel-{os.getpid()}", config["processes"])
+        sandbox.join(own)
         if config["namespaces"]:
-            _own_copy_only(request["cwd"], config["cover"])
+            _own_copy_only(request["cwd"], config["cover"], hide_cgroups=bool(own))
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["environment"])
-        environment = kernel.enter(config["memory"], config["file_size"], config["confinement"],
-                                   request["arguments"], own_processes=config["namespaces"])
+        environment = kernel.enter(config["rlimits"], config["confinement"], request["arguments"],
+                                   namespaces=config["namespaces"])
         os.environ.clear()
         os.environ.update(environment)
         tempfile.tempdir = None
@@ -253,8 +266,10 @@ def _become_kernel(config, request, keep):
     os._exit(0)
 
 
-def _own_copy_only(cwd, cover):
-    """A mount namespace of this process's own, where ``cover`` holds nothing but ``cwd``."""
+def _own_copy_only(cwd, cover, hide_cgroups):
+    """A mount namespace of this process's own, where ``cover`` holds nothing but ``cwd``; with
+    ``hide_cgroups``, /sys/fs/cgroup empty and read-only too (student code runs as the user
+    namespace's root: without Landlock it could move itself out of its cgroup)."""
     if _libc.unshare(_CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
     own = os.open(cwd, os.O_PATH | os.O_DIRECTORY)      # in the new namespace, as mount wants
@@ -263,6 +278,8 @@ def _own_copy_only(cwd, cover):
     _mount(f"/proc/self/fd/{own}", cwd, None, _MS_BIND, None)
     _mount(None, cover, None, _MS_REMOUNT | _MS_RDONLY, None)
     os.close(own)
+    if hide_cgroups:
+        _mount("none", "/sys/fs/cgroup", "tmpfs", _MS_RDONLY, "size=4k")
 
 
 def _mount(source, target, kind, flags, options):

@@ -23,7 +23,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 
 from autograder import sandbox
-from autograder.runner import Limits, hidden_folders
+from autograder.runner import hidden_folders
 
 MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
 
@@ -52,10 +52,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
         runtime = self.folder / "run"
         runtime.mkdir()
-        limits = Limits()
         sandbox.install_grading_kernel(self.folder / "jupyter", runtime,
-                                       [*hidden, self.folder],
-                                       limits.memory_bytes, limits.file_bytes)
+                                       [*hidden, self.folder], sandbox.Limits())
         self.kernel_spec_manager = KernelSpecManager(
             kernel_dirs=[str(self.folder / "jupyter" / "kernels")])
         self.transport, self.ip = "ipc", str(runtime / "kernel-ipc")

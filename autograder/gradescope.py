@@ -27,7 +27,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import runner
+from autograder import runner, sandbox
 from autograder.checks import LABS, new_seed
 
 REPO = runner.REPO
@@ -41,13 +41,13 @@ def build(lab, folder, release_folder=None, limits=None):
     """Write ``<folder>/<lab>.zip`` and return its path.
 
     ``release_folder`` holds the released notebooks (default: ``labs/``); ``limits`` are the
-    worker's (``runner.Limits``) on Gradescope.  Raises FileNotFoundError or ValueError, saying
+    worker's (``sandbox.Limits``) on Gradescope.  Raises FileNotFoundError or ValueError, saying
     what to do, when the released notebook is missing, out of date, or holds answers.
     """
     released = Path(release_folder or REPO / "labs") / lab / f"{lab}.ipynb"
     _check_release(lab, released)
     entries = [("setup.sh", _setup_script(), 0o755),
-               ("run_autograder", _run_script(lab, limits or runner.Limits()), 0o755),
+               ("run_autograder", _run_script(lab, limits or sandbox.Limits()), 0o755),
                ("requirements.txt", requirements(), 0o644),
                (f"labs/{lab}/{lab}.ipynb", released.read_bytes(), 0o644)]
     entries += [(path.relative_to(REPO).as_posix(), path.read_bytes(), 0o644)
@@ -224,7 +224,7 @@ def main(argv=None):
     parser.add_argument("root", help="Gradescope's /autograder folder")
     parser.add_argument("--limits", default="{}", help="the worker's limits, as JSON")
     args = parser.parse_args(argv)
-    return grade(args.lab, args.root, runner.Limits(**json.loads(args.limits)))
+    return grade(args.lab, args.root, sandbox.Limits(**json.loads(args.limits)))
 
 
 if __name__ == "__main__":

@@ -1,29 +1,29 @@
 """Start the kernel that runs a submission on the nbgrader path: limits first, then ipykernel.
 
 The ``mini-grader`` kernelspec (:func:`autograder.sandbox.install_grading_kernel`) runs this inside
-the sandbox.  Before ipykernel starts, it caps the process's memory and file size (as the pytest
-path's worker is capped), points file descriptors 1 and 2 at /dev/null (what the notebook prints
-still reaches the notebook through ipykernel; bytes written straight to the descriptors no longer
-reach the instructor's terminal), and replaces the environment with a short list, so no variable of
-the instructor's reaches student code, not even through ``/proc/self/environ``.  With namespaces
-it first takes a PID namespace of its own (:mod:`autograder.pid_namespace`), so that whatever the
-kernel starts ends with it.  Where the
-sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel confines itself to it: it may
-read its connection file and write only its folder (the autograded copy it starts in), its
-temporary home (beside its connection file) and the folder of its IPC sockets; the confinement
-holds across ``execve``.  A batch's worker starts most kernels faster, by forking them from
-:mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in each child.
+the sandbox.  Before ipykernel starts, it caps the process's memory, CPU time, file size and
+processes (as the pytest path's worker is capped), points file descriptors 1 and 2 at /dev/null
+(what the notebook prints still reaches the notebook through ipykernel; bytes written straight to
+the descriptors no longer reach the instructor's terminal), and replaces the environment with a
+short list, so no variable of the instructor's reaches student code, not even through
+``/proc/self/environ``.  With namespaces it first takes a PID namespace of its own
+(:mod:`autograder.pid_namespace`), so that whatever the kernel starts ends with it, and last drops
+every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel
+confines itself to it: it may read its connection file and write only its folder (the autograded
+copy it starts in), its temporary home (beside its connection file) and the folder of its IPC
+sockets; the confinement holds across ``execve``.  A batch's worker starts most kernels faster,
+by forking them from :mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in
+each child.
 
-    python -c "...; main()" MEMORY_BYTES FILE_BYTES CONFINEMENT OWN_PROCESSES -f CONNECTION_FILE
+    python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
 """
 import json
 import os
-import resource
 import sys
 import tempfile
 
-from autograder import pid_namespace
-from autograder.sandbox import REPO, confine, student_environment
+from autograder import capabilities, pid_namespace
+from autograder.sandbox import REPO, confine, set_limits, student_environment, user_tasks
 
 # beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does; not
 # kept in a PID namespace of its own, where the namespace ends with the parent instead) and the
@@ -33,33 +33,34 @@ KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def main():
-    memory, file_size = int(sys.argv[1]), int(sys.argv[2])
-    confinement, own_processes = json.loads(sys.argv[3]), json.loads(sys.argv[4])
-    kernel_arguments = sys.argv[5:]
-    environment = enter(memory, file_size, confinement, kernel_arguments, own_processes)
+    rlimits, confinement, namespaces = map(json.loads, sys.argv[1:4])
+    kernel_arguments = sys.argv[4:]
+    environment = enter(rlimits, confinement, kernel_arguments, namespaces)
     start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
              "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
     os.execve(sys.executable, [sys.executable, "-I", "-c", start, *kernel_arguments], environment)
 
 
-def enter(memory, file_size, confinement, kernel_arguments, own_processes):
+def enter(rlimits, confinement, kernel_arguments, namespaces):
     """Take this process into the kernel's sandbox; return the environment the kernel runs with.
 
-    With ``own_processes`` (namespaces only) continues in a PID namespace of its own.  Caps memory and file size, makes the kernel's home beside its connection file, confines the
-    process (``confinement`` from :func:`autograder.sandbox.confinement`, or None), and points
-    descriptors 1 and 2 at /dev/null.  Reads the grader's variables from ``os.environ``.
+    With ``namespaces`` it continues in a PID namespace of its own and, once the steps below are
+    taken, drops every capability (:mod:`autograder.capabilities`).  It sets ``rlimits``
+    (:meth:`autograder.sandbox.Limits.rlimits`), makes the kernel's home beside its connection
+    file, confines the process (``confinement`` from :func:`autograder.sandbox.confinement`, or
+    None), and points descriptors 1 and 2 at /dev/null.  Reads the grader's variables from
+    ``os.environ``.
     """
-    if own_processes:
+    tasks = user_tasks()            # the user's processes, counted before they are out of sight
+    if namespaces:
         pid_namespace.enter()
-    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
-                         (resource.RLIMIT_CORE, 0)):
-        resource.setrlimit(limit, (value, value))
+    set_limits(rlimits, tasks)
     connection_file = kernel_arguments[kernel_arguments.index("-f") + 1]
     # beside the connection file, in the worker's runtime folder: removed with it
     home = tempfile.mkdtemp(prefix="home-", dir=os.path.dirname(os.path.abspath(connection_file)))
     environment = {**student_environment(home, keep=KEEP),
                    "IPYTHONDIR": os.path.join(home, "ipython")}
-    if own_processes:       # ipykernel would take process 1 for a parent that has gone
+    if namespaces:          # ipykernel would take process 1 for a parent that has gone
         environment.pop("JPY_PARENT_PID", None)
     if confinement:
         with open(connection_file) as file:
@@ -67,6 +68,8 @@ def enter(memory, file_size, confinement, kernel_arguments, own_processes):
         confinement["readable"].append(connection_file)
         confinement["writable"] += [os.getcwd(), home, os.path.dirname(sockets)]
         confine(confinement)
+    if namespaces:
+        capabilities.drop_all()
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from autograder import cluster, runner
+from autograder import cluster, runner, sandbox
 
 
 def settings():
@@ -29,7 +29,7 @@ def settings():
                 seed=int(os.environ.get("MINI_GRADE_SEED", "0")),
                 workers=int(os.environ.get("MINI_GRADE_WORKERS", "1")),
                 scheduler=os.environ.get("MINI_GRADE_SCHEDULER", ""),
-                limits=runner.Limits(**json.loads(os.environ.get("MINI_GRADE_LIMITS", "{}"))))
+                limits=sandbox.Limits(**json.loads(os.environ.get("MINI_GRADE_LIMITS", "{}"))))
 
 
 def find_submissions(folder, lab):

@@ -17,7 +17,6 @@ import ctypes
 import dataclasses
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -31,24 +30,10 @@ import nbformat
 from autograder.checks import case_for, checks_of, verify
 from autograder import sandbox
 from autograder.hidden import visible_part
-from autograder.sandbox import REPO
+from autograder.sandbox import REPO, Limits
 
 MAX_EVENT_BYTES = 16 * 2**20
 STEP_GRACE = 5.0            # seconds past a cell's or a check's limit before the worker is stopped
-
-
-@dataclasses.dataclass
-class Limits:
-    """What one worker may use.  The defaults fit every lab's checks with room to spare."""
-
-    cell_seconds: float = 30.0       # one notebook cell
-    check_seconds: float = 30.0      # one check (lab 5's simulator checks are the slowest)
-    worker_seconds: float = 300.0    # one worker process, wall clock
-    memory_bytes: int = 4 * 2**30    # address space
-    file_bytes: int = 64 * 2**20     # largest file the worker may write
-    processes: int = 512             # processes AND threads: the CUDA simulator runs a thread
-    #                                  per CUDA thread of a block
-    output_chars: int = 20_000       # what the student printed, kept for the report
 
 
 @dataclasses.dataclass
@@ -313,11 +298,11 @@ def _run_worker(cells, keys, lab, seed, limits):
     """One worker process.  Returns (events, None) or (events so far, why it was stopped)."""
     scratch = Path(tempfile.mkdtemp(prefix="mini-worker-"))
     read_fd, write_fd = os.pipe()
-    tasks = _user_tasks()
+    tasks = sandbox.user_tasks()
     request = {"lab": lab, "seed": seed, "cells": cells, "checks": keys, "events_fd": write_fd,
                "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
                "output_limit": limits.output_chars, "confine": sandbox.confinement([scratch]),
-               "own_processes": sandbox.isolation() == "namespaces"}
+               "namespaces": sandbox.isolation() == "namespaces"}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
               "from autograder.worker import main; main()"]
     try:
@@ -360,8 +345,13 @@ def personal_folders():
     file in."""
     from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
                                     jupyter_path, jupyter_runtime_dir)
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
     mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir(),
-            os.environ.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"))
+            os.environ.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"),
+            # and the user's own, which their other Jupyter servers use (nbgrader's API points
+            # this process's variables at the course folder instead)
+            os.path.expanduser("~/.jupyter"), os.path.join(data_home, "jupyter"),
+            os.path.expanduser("~/.ipython"))
     for folder in mine:
         os.makedirs(folder, exist_ok=True)
     folders = dict.fromkeys(Path(folder).resolve()
@@ -439,12 +429,7 @@ def _set_limits(limits, tasks, cgroup):
     """
     _die_with_parent()
     sandbox.join(cgroup)
-    cpu = int(limits.worker_seconds) + 5
-    for limit, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, cpu),
-                         (resource.RLIMIT_FSIZE, limits.file_bytes),
-                         (resource.RLIMIT_NPROC, tasks + limits.processes),
-                         (resource.RLIMIT_CORE, 0)):
-        resource.setrlimit(limit, (value, value))
+    sandbox.set_limits(limits.rlimits(), tasks)
 
 
 def _die_with_parent():
@@ -453,18 +438,6 @@ def _die_with_parent():
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _user_tasks():
-    """How many processes and threads the current user runs (what RLIMIT_NPROC counts)."""
-    uid, count = os.getuid(), 0
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid:
-                count += len(os.listdir(entry / "task"))
-        except OSError:
-            continue
-    return count
 
 
 def _worker_environment(scratch):

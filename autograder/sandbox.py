@@ -22,10 +22,12 @@ nbgrader talks to its Jupyter kernels over sockets; in a network namespace a ker
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
 import contextlib
+import dataclasses
 import functools
 import itertools
 import json
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -86,6 +88,50 @@ def _landlock_works():
     return os.environ.get("MINI_SANDBOX") != "namespaces-only" and landlock.version() >= 4
 
 
+@dataclasses.dataclass
+class Limits:
+    """What one submission's student code may use, on both paths (a pytest-path worker, an
+    nbgrader-path kernel).  The defaults fit every lab's checks with room to spare."""
+
+    cell_seconds: float = 30.0       # one notebook cell
+    check_seconds: float = 30.0      # one check (lab 5's simulator checks are the slowest)
+    worker_seconds: float = 300.0    # one worker process, wall clock
+    memory_bytes: int = 4 * 2**30    # address space
+    file_bytes: int = 64 * 2**20     # largest file the worker may write
+    processes: int = 512             # processes AND threads: the CUDA simulator runs a thread
+    #                                  per CUDA thread of a block
+    output_chars: int = 20_000       # what the student printed, kept for the report
+
+    def rlimits(self):
+        """``{resource name: limit}`` for :func:`set_limits`: address space, CPU time (the whole
+        submission's wall-clock limit and 5 s), file size, no core files, and ``NPROC``
+        processes and threads on top of what the user runs already."""
+        return {"AS": self.memory_bytes, "CPU": int(self.worker_seconds) + 5,
+                "FSIZE": self.file_bytes, "CORE": 0, "NPROC": self.processes}
+
+
+def set_limits(rlimits, tasks):
+    """Apply :meth:`Limits.rlimits` to this process, for good; ``tasks`` is what the user ran
+    before (:func:`user_tasks`), since ``RLIMIT_NPROC`` counts all of the user's processes and
+    threads.  That one does not bind root: a grader running as root counts them in a pids cgroup
+    instead (:func:`task_cgroup`)."""
+    for name, value in rlimits.items():
+        value += tasks if name == "NPROC" else 0
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+
+
+def user_tasks():
+    """How many processes and threads the current user runs (what RLIMIT_NPROC counts)."""
+    uid, count = os.getuid(), 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                count += len(os.listdir(entry / "task"))
+        except OSError:
+            continue
+    return count
+
+
 def confinement(writable, readable=()):
     """What a student-code process confines itself to with Landlock (None where isolation is
     ``none`` or Landlock missing): ``{"readable": [...], "writable": [...]}`` for
@@ -128,7 +174,7 @@ def task_cgroup(tasks):
         yield folder
     finally:
         if folder is not None:
-            _empty_cgroup(folder)
+            empty_cgroup(folder)
 
 
 def join(cgroup, pid=None):
@@ -156,7 +202,29 @@ def _new_cgroup(tasks):
 _cgroups = itertools.count()
 
 
-def _empty_cgroup(folder):
+def nested_cgroup(parent, name, tasks):
+    """A pids cgroup ``name`` inside ``parent`` (from :func:`task_cgroup`) allowing ``tasks``
+    processes and threads, or None where the hierarchy refuses one (on cgroup v2, once
+    ``parent`` holds a process itself).  :func:`empty_cgroup` removes it."""
+    parent = Path(parent)
+    with contextlib.suppress(OSError):      # cgroup v2: let the children count processes
+        (parent / "cgroup.subtree_control").write_text("+pids")
+    folder = parent / name
+    try:
+        folder.mkdir()
+        (folder / "pids.max").write_text(str(tasks))
+        return folder
+    except OSError:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        return None
+
+
+def empty_cgroup(folder):
+    """Kill every process in cgroup ``folder`` and in the cgroups inside it, then remove them."""
+    folder = Path(folder)
+    for inner in [path for path in folder.iterdir() if path.is_dir()]:
+        empty_cgroup(inner)
     for _ in range(100):
         pids = (folder / "cgroup.procs").read_text().split()
         if not pids:
@@ -241,9 +309,9 @@ def _font_lists():
     return sorted(Path(folder).glob("fontlist-v*.json"))
 
 
-def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_bytes, through=()):
+def install_grading_kernel(data_dir, runtime_dir, hidden, limits, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
-    :mod:`autograder.kernel` with these limits, in the folder named by ``$MINI_KERNEL_HOME`` (the
+    :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by ``$MINI_KERNEL_HOME`` (the
     submission's autograded copy).  Under Landlock the kernel may also read the grader (its
     hidden test cells import the checks) and write its own folders.
 
@@ -257,7 +325,7 @@ def install_grading_kernel(data_dir, runtime_dir, hidden, memory_bytes, file_byt
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
     launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-                "from autograder.kernel import main; main()", str(memory_bytes), str(file_bytes),
+                "from autograder.kernel import main; main()", json.dumps(limits.rlimits()),
                 json.dumps(kernel_confinement()), json.dumps(isolation() == "namespaces"),
                 "-f", "{connection_file}"]
     argv = [*through, *sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])]

@@ -24,7 +24,7 @@ import signal
 import sys
 import traceback
 
-from autograder import pid_namespace
+from autograder import capabilities, pid_namespace
 
 
 class BoundedText(io.TextIOBase):
@@ -58,7 +58,7 @@ def _on_alarm(signum, frame):
 
 def main():
     request = json.loads(sys.stdin.read())
-    if request["own_processes"]:              # what the student's code starts ends with it
+    if request["namespaces"]:                 # what the student's code starts ends with it
         pid_namespace.enter()
     events = os.fdopen(request["events_fd"], "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -82,6 +82,8 @@ def main():
     reference_back = _disable_reference(guard, request["lab"])
     guard.hide_autograder()
     confine(request["confine"])               # Landlock, where there are no namespaces
+    if request["namespaces"]:
+        capabilities.drop_all()               # root of the sandbox's user namespace no more
 
     namespace = {"__name__": "__main__"}
     keys = {}

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import runner, samples
+from autograder import runner, samples, sandbox
 from autograder.checks import LABS
 from autograder.demo import STUDENTS
 
@@ -17,7 +17,7 @@ CELL_SECONDS = {"lab5_kernels": 30}     # its simulator cells; 10 s is plenty fo
 
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab not in NBGRADER_LABS])
 def test_pytest_path_grades_every_sample_student(lab, tmp_path):
-    limits = runner.Limits(cell_seconds=CELL_SECONDS.get(lab, 10), check_seconds=15)
+    limits = sandbox.Limits(cell_seconds=CELL_SECONDS.get(lab, 10), check_seconds=15)
     for kind in STUDENTS:
         path = samples.write(kind, lab, LABS_FOLDER, tmp_path / kind / f"{lab}.ipynb")
         result = runner.grade_submission(path, lab, kind, seed=3, limits=limits)

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from autograder import cli, course, hidden, runner
+from autograder import cli, course, hidden, runner, sandbox
 from autograder.checks import checks_of
 
 LAB = "lab2_graphs"
@@ -121,7 +121,7 @@ def graded(tmp_path_factory):
         for (name, lab), nb in notebooks.items():
             (root / "inbox" / name).mkdir(parents=True)
             nbformat.write(nb, root / "inbox" / name / f"{lab}.ipynb")
-        limits = runner.Limits(cell_seconds=20, check_seconds=20, worker_seconds=120)
+        limits = sandbox.Limits(cell_seconds=20, check_seconds=20, worker_seconds=120)
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             on_pytest = {key: pool.submit(runner.grade_submission, root / "inbox" / key[0]
                                           / f"{key[1]}.ipynb", key[1], key[0], 5, limits)
