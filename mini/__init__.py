@@ -22,9 +22,9 @@ from mini.forward import jvp, make_jvp
 from mini.gradcheck import check_grads, diagnose, numerical_grad
 from mini.graph import CycleError, Node, evaluate, toposort
 from mini.primitives import (
-    add, axis_size, concatenate, defjvp, defvjp, defvjp_every_argument, defvjp_zero, divide, dot,
-    equal, exp, getitem, greater, greater_equal, jvp_of, jvp_table, less, less_equal, log,
-    log_softmax, logsumexp, matmul, maximum, mean, multiply, negative, not_equal, one_hot,
-    ones_like, power, primitive, relu, reshape, sigmoid, softmax, stack, subtract, sum, take, tanh,
-    transpose, vjp_of, vjp_table, where, zeros_like,
+    add, axis_size, concatenate, conjugate, defjvp, defvjp, defvjp_every_argument, defvjp_zero,
+    divide, dot, equal, exp, getitem, greater, greater_equal, jvp_of, jvp_table, less, less_equal,
+    log, log_softmax, logsumexp, matmul, maximum, mean, multiply, negative, not_equal, one_hot,
+    ones_like, power, primitive, relu, reshape, sigmoid, softmax, sqrt, stack, subtract, sum, take,
+    tanh, transpose, vjp_of, vjp_table, where, zeros_like,
 )

@@ -9,13 +9,15 @@ trace raises an error that names it: nothing is silently treated as a constant.
 import numpy as np
 
 from mini import primitives as p
+from mini.linear import count
 from mini.primitives import add, divide, getitem, matmul, multiply, negative, power, subtract
 
 UFUNCS = {np.add: p.add, np.subtract: p.subtract, np.multiply: p.multiply, np.divide: p.divide,
           np.negative: p.negative, np.power: p.power, np.exp: p.exp, np.log: p.log,
-          np.tanh: p.tanh, np.maximum: p.maximum, np.matmul: p.matmul, np.greater: p.greater,
-          np.greater_equal: p.greater_equal, np.less: p.less, np.less_equal: p.less_equal,
-          np.equal: p.equal, np.not_equal: p.not_equal}
+          np.tanh: p.tanh, np.sqrt: p.sqrt, np.conjugate: p.conjugate, np.maximum: p.maximum,
+          np.matmul: p.matmul, np.greater: p.greater, np.greater_equal: p.greater_equal,
+          np.less: p.less, np.less_equal: p.less_equal, np.equal: p.equal,
+          np.not_equal: p.not_equal}
 
 
 def _numpy_sum(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -26,6 +28,20 @@ def _numpy_sum(a, axis=None, dtype=None, out=None, keepdims=False):
 def _numpy_mean(a, axis=None, dtype=None, out=None, keepdims=False):
     _refuse("mean", dtype=dtype, out=out)
     return p.mean(a, axis=axis, keepdims=keepdims)
+
+
+def _numpy_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """numpy's steps: the squared deviations from the mean, summed, over the count less ``ddof``
+    (a Python number, so the quotient keeps the sum's dtype)."""
+    _refuse("var", dtype=dtype, out=out)
+    deviations = a - p.mean(a, axis=axis, keepdims=True)
+    squares = p.sum(deviations * deviations, axis=axis, keepdims=keepdims)
+    return squares / max(count(np.shape(a), axis) - ddof, 0)
+
+
+def _numpy_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    _refuse("std", dtype=dtype, out=out)
+    return p.sqrt(_numpy_var(a, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
 def _numpy_reshape(a, shape, order="C", copy=None):
@@ -60,10 +76,16 @@ def _numpy_where(condition, *x_y):
     return p.where(condition, *x_y)
 
 
-FUNCTIONS = {np.sum: _numpy_sum, np.mean: _numpy_mean, np.reshape: _numpy_reshape,
-             np.transpose: p.transpose, np.take: _numpy_take, np.concatenate: _numpy_concatenate,
-             np.stack: _numpy_stack, np.dot: _numpy_dot, np.where: _numpy_where,
-             np.zeros_like: p.zeros_like, np.ones_like: p.ones_like}
+FUNCTIONS = {np.sum: _numpy_sum, np.mean: _numpy_mean, np.var: _numpy_var, np.std: _numpy_std,
+             np.reshape: _numpy_reshape, np.transpose: p.transpose, np.take: _numpy_take,
+             np.concatenate: _numpy_concatenate, np.stack: _numpy_stack, np.dot: _numpy_dot,
+             np.where: _numpy_where, np.zeros_like: p.zeros_like, np.ones_like: p.ones_like}
+
+
+def untraced(what):
+    """The error for a numpy function or ufunc that no primitive of mini's computes."""
+    return TypeError(f"mini cannot trace {what}: use a mini primitive, or add one with "
+                     "mini.primitive and mini.defvjp")
 
 
 def _refuse(name, **unsupported):
@@ -94,6 +116,8 @@ class TracedArray(p.Traced):
     def __matmul__(self, other): return matmul(self, other)
     def __rmatmul__(self, other): return matmul(other, self)
     def __neg__(self): return negative(self)
+    def __pos__(self): return np.positive(self)
+    def __abs__(self): return np.absolute(self)
     def __gt__(self, other): return p.greater(self, other)
     def __lt__(self, other): return p.less(self, other)
     def __ge__(self, other): return p.greater_equal(self, other)
@@ -126,11 +150,9 @@ class TracedArray(p.Traced):
         if method == "__call__" and ufunc in UFUNCS:
             raise TypeError(f"mini traces {what} without keyword arguments "
                             f"({', '.join(sorted(kwargs))}=); leave them out")
-        raise TypeError(f"mini cannot trace {what}: use a mini primitive, or add one with "
-                        "mini.primitive and mini.defvjp")
+        raise untraced(what)
 
     def __array_function__(self, func, types, args, kwargs):
         if func in FUNCTIONS:
             return FUNCTIONS[func](*args, **kwargs)
-        raise TypeError(f"mini cannot trace numpy.{func.__name__}: use a mini primitive, "
-                        "or add one with mini.primitive and mini.defvjp")
+        raise untraced(f"numpy.{func.__name__}")

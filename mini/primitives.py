@@ -89,6 +89,19 @@ def tanh(x):
 
 
 @primitive
+def sqrt(x):
+    """Square root (what numpy's ``std`` takes of the variance)."""
+    return np.sqrt(x)
+
+
+@primitive
+def conjugate(x):
+    """Complex conjugate: a real number's is itself.  numpy's ``var`` of an object array asks
+    every entry for its conjugate."""
+    return np.conjugate(x)
+
+
+@primitive
 def sigmoid(x):
     """1 / (1 + e^-x), computed as (tanh(x/2) + 1) / 2 so that it never overflows."""
     return 0.5 * (backend.ops.tanh(0.5 * x) + 1)
@@ -145,6 +158,10 @@ defvjp(log, lambda g, ans, x: g / x)
 defjvp(log, lambda t, ans, x: t / x)
 defvjp(tanh, lambda g, ans, x: g * (1 - ans * ans))
 defjvp(tanh, lambda t, ans, x: t * (1 - ans * ans))
+defvjp(sqrt, lambda g, ans, x: g / (2 * ans))
+defjvp(sqrt, lambda t, ans, x: t / (2 * ans))
+defvjp(conjugate, lambda g, ans, x: conjugate(g))
+defjvp(conjugate, lambda t, ans, x: conjugate(t))
 defvjp(sigmoid, lambda g, ans, x: g * ans * (1 - ans))
 defjvp(sigmoid, lambda t, ans, x: t * ans * (1 - ans))
 defvjp(relu, lambda g, ans, x: g * greater(x, 0))

@@ -13,9 +13,10 @@ Boxes stay hashable by identity: the reverse pass keys its gradients by node.
 
 ``np.array([x, 2 * x])`` cannot return a traced value: numpy builds a new plain array from a list.
 So a traced value offers numpy an object array of itself (entry by entry, so the shape is numpy's),
-and numpy's own loops then apply ``+``, ``*``, ``@``, sums and means to the traced entries, which
-records them.  Where such an object array meets a primitive, or is returned, it is joined back
-into one traced array with ``stack``: numpy's value, shape and dtype.
+and numpy's own loops then apply ``+``, ``*``, ``@``, ufuncs (``np.exp`` calls each entry's
+``exp``), sums, means and variances to the traced entries, which records them.  Where such an
+object array meets a primitive, or is returned, it is joined back into one traced array with
+``stack``: numpy's value, shape and dtype.
 """
 import functools
 import itertools
@@ -24,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mini.numpy_tracing import UFUNCS, TracedArray
-from mini.primitives import Traced, equal, getitem, not_equal, stack_args
+from mini.numpy_tracing import UFUNCS, TracedArray, untraced
+from mini.primitives import Traced, divide, equal, getitem, not_equal, stack_args
 
 _trace_ids = itertools.count(1)
 _NUMPY_DIR = str(Path(np.__file__).resolve().parent)
@@ -116,9 +117,17 @@ class TracedValue(TracedArray):
         """The value's dtype.  numpy's ``mean`` and ``var`` (in ``numpy/_core/_methods.py``) ask a
         reduced result for its dtype only to turn it into a plain numpy scalar, which would drop
         the trace; asked from there, a traced value has no dtype, so they return it traced."""
-        if sys._getframe(1).f_code.co_filename == _NUMPY_METHODS:
+        if _called_from_numpy_methods():
             raise AttributeError("dtype")
         return np.result_type(raw(self))
+
+    def __truediv__(self, other):
+        """``self / other``.  numpy's ``mean``, ``var`` and ``std`` divide a reduced sum by its
+        count (a numpy number) and cast the quotient back to the sum's dtype; a traced sum has no
+        dtype there (see above), so from there the count takes the sum's dtype instead."""
+        if isinstance(other, np.number) and _called_from_numpy_methods():
+            other = np.asarray(other, dtype=np.result_type(raw(self)))
+        return divide(self, other)
 
     def __len__(self):
         return len(raw(self))
@@ -137,6 +146,9 @@ class TracedValue(TracedArray):
             raise AttributeError(name)
         if name in _ENTRY_METHODS:           # np.exp of an object array calls entry.exp()
             return functools.partial(_ENTRY_METHODS[name], self)
+        ufunc = getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc) and ufunc not in UFUNCS:     # and np.sin calls entry.sin()
+            return functools.partial(_refuse_ufunc, name)
         kind = "method or attribute" if hasattr(np.ndarray, name) else "attribute"
         raise AttributeError(f"mini does not trace the array {kind} .{name} of a traced value; "
                              "use a mini primitive (mini.sum, mini.reshape, ...) or add one with "
@@ -167,6 +179,17 @@ _ENTRY_METHODS = {ufunc.__name__: prim for ufunc, prim in UFUNCS.items() if ufun
 
 _QUERIES = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like}
 """numpy functions that read only shapes and types: answered from the value, untraced."""
+
+
+def _refuse_ufunc(name, *args, **kwargs):
+    """An entry's method for a numpy ufunc that mini does not trace: the error names the ufunc
+    (numpy would otherwise report that the entry has no such method)."""
+    raise untraced(f"numpy.{name}")
+
+
+def _called_from_numpy_methods():
+    """Whether the caller's caller is numpy's ``mean``, ``var`` or ``std``."""
+    return sys._getframe(2).f_code.co_filename == _NUMPY_METHODS
 
 
 def _lost_trace(value, into):

@@ -35,6 +35,8 @@ EXAMPLES = {   # primitive: [(args, kwargs), ...] covering the forms each accept
     mini.exp: [((X23,), {})],
     mini.log: [((POS23,), {})],
     mini.tanh: [((X23,), {})],
+    mini.sqrt: [((POS23,), {})],
+    mini.conjugate: [((X23,), {})],
     mini.sigmoid: [((X23,), {})],
     mini.relu: [((X23,), {})],
     mini.logsumexp: [((X234,), {"axis": -1}), ((X234,), {}),
