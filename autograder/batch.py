@@ -135,7 +135,7 @@ def _autograde_in_pool(todo, workers, progress):
                 concurrent.futures.ProcessPoolExecutor(
                     workers, mp_context=context, initializer=_start_worker,
                     initargs=(str(gradebook), str(scratch), dict(os.environ), stop,
-                              cgroup)) as pool, \
+                              sorted({lab for lab, _, _ in todo}), cgroup)) as pool, \
                 tqdm(total=len(todo), desc="autograde", unit="submission",
                      disable=not progress) as bar:
             pending = {pool.submit(_grade_one, lab, student): (lab, student, path)
@@ -222,7 +222,7 @@ _api = None
 _server = None      # the worker's fork server (autograder.forkserver), ends with the worker
 
 
-def _start_worker(gradebook, scratch, environment, stop, cgroup=None):
+def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     """Copy the gradebook for this worker alone and open nbgrader's API on the copy.
 
     Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
@@ -247,7 +247,7 @@ def _start_worker(gradebook, scratch, environment, stop, cgroup=None):
     (mine / "run").mkdir()
     _server, server_socket = forkserver.start(
         mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
-        limits, sandbox.kernel_confinement(), cgroup)
+        limits, sandbox.kernel_confinement(), labs, cgroup)
     through = forkserver.client_command(server_socket) if server_socket else ()
     kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden, limits,
                                             through)

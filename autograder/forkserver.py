@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import kernel, sandbox
+from autograder import guard, kernel, sandbox
 
 # What the server imports once, for every kernel: most labs' first cell imports the last two.
 PRELOAD = ("ipykernel.kernelapp", "numpy", "matplotlib.pyplot", "matplotlib_inline.backend_inline")
@@ -69,17 +69,18 @@ os._exit(int(status[1]) if status[:1] == [b"exit"] else 1)
 """
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_CLONE_NEWNS, _MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x20000, 1, 32, 4096
+_CLONE_NEWNS = 0x20000
 
 
-def start(folder, runtime_dir, hidden, cover, limits, confinement, cgroup=None):
+def start(folder, runtime_dir, hidden, cover, limits, confinement, labs, cgroup=None):
     """Start a fork server in ``folder``; return ``(process, socket path)``, or ``(None, None)``
     when it did not come up (the kernels then start the slow way).
 
     ``cover``: the folder of the batch's autograded copies (each kernel starts in one of them);
     with namespaces a child sees its own only.  ``hidden``, as for the kernelspec, should cover
     ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.  Kernels
-    get ``limits`` (:class:`autograder.sandbox.Limits`).  Given ``cgroup``
+    get ``limits`` (:class:`autograder.sandbox.Limits`), and see the reference modules of
+    ``labs`` (the labs they grade) empty (:func:`autograder.guard.reference_files`).  Given ``cgroup``
     (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it, and each
     kernel in one of its own there, allowed ``limits.processes`` processes and threads, and
     emptied when the kernel ends.
@@ -91,7 +92,7 @@ def start(folder, runtime_dir, hidden, cover, limits, confinement, cgroup=None):
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
               "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
               "confinement": confinement, "cgroup": cgroup and str(cgroup),
-              "processes": limits.processes}
+              "processes": limits.processes, "labs": sorted(labs)}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
     command = sandbox.sandboxed(command, hidden, keep=[str(folder), str(runtime_dir), str(cover)])
@@ -127,11 +128,14 @@ def serve():
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     for module in PRELOAD:
         __import__(module)
+    # the graded labs' reference modules, imported here once; each kernel sees their files empty
+    config["hide"] = {lab: guard.reference_files(lab) for lab in config["labs"]}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(config["socket"])
     listener.listen(16)
     if config["namespaces"]:        # the socket and this home, out of every child's sight
-        _mount("none", os.path.dirname(config["socket"]), "tmpfs", _MS_RDONLY, "size=4k")
+        sandbox.mount("none", os.path.dirname(config["socket"]), "tmpfs", sandbox.MS_RDONLY,
+                      "size=4k")
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -244,13 +248,15 @@ def _become_kernel(config, request, keep):
         own = config["cgroup"] and sandbox.nested_cgroup(
             config["cgroup"], f"kernel-{os.getpid()}", config["processes"])
         sandbox.join(own)
+        hidden = config["hide"].get(Path(request["cwd"]).name, [])   # autograded/<student>/<lab>
         if config["namespaces"]:
             _own_copy_only(request["cwd"], config["cover"], hide_cgroups=bool(own))
+            sandbox.cover(hidden)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["environment"])
-        environment = kernel.enter(config["rlimits"], config["confinement"], request["arguments"],
-                                   namespaces=config["namespaces"])
+        environment = kernel.enter(config["rlimits"], sandbox.without(config["confinement"], hidden),
+                                   request["arguments"], namespaces=config["namespaces"])
         os.environ.clear()
         os.environ.update(environment)
         tempfile.tempdir = None
@@ -273,17 +279,10 @@ def _own_copy_only(cwd, cover, hide_cgroups):
     if _libc.unshare(_CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
     own = os.open(cwd, os.O_PATH | os.O_DIRECTORY)      # in the new namespace, as mount wants
-    _mount("none", cover, "tmpfs", 0, "size=64k")
+    sandbox.mount("none", cover, "tmpfs", 0, "size=64k")
     os.makedirs(cwd)
-    _mount(f"/proc/self/fd/{own}", cwd, None, _MS_BIND, None)
-    _mount(None, cover, None, _MS_REMOUNT | _MS_RDONLY, None)
+    sandbox.mount(f"/proc/self/fd/{own}", cwd, None, sandbox.MS_BIND, None)
+    sandbox.mount(None, cover, None, sandbox.MS_REMOUNT | sandbox.MS_RDONLY, None)
     os.close(own)
     if hide_cgroups:
-        _mount("none", "/sys/fs/cgroup", "tmpfs", _MS_RDONLY, "size=4k")
-
-
-def _mount(source, target, kind, flags, options):
-    encode = (lambda text: None if text is None else os.fsencode(text))
-    if _libc.mount(encode(source), encode(target), encode(kind), flags, encode(options)) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"mount {target}: {os.strerror(error)}")
+        sandbox.mount("none", "/sys/fs/cgroup", "tmpfs", sandbox.MS_RDONLY, "size=4k")

@@ -15,9 +15,11 @@ notebook's names and in what the notebook's functions captured (a default argume
 import contextlib
 import functools
 import importlib
+import inspect
 import itertools
 import sys
 import types
+from pathlib import Path
 
 from autograder.checks import checks_of
 
@@ -45,6 +47,31 @@ def reference_disabled(lab, namespace):
     finally:
         for put, original, _ in reversed(replacements):
             put(original)
+
+
+def reference_files(lab):
+    """The source and cached bytecode files of the mini modules that hold ``lab``'s references
+    (where their names are looked up, and where they are defined), each module imported first.
+
+    Student code must not read them once they are imported: from a private copy of the module,
+    loaded from its file (``importlib.util.spec_from_file_location``), the reference would come
+    back whole, stubs or not.  The sandbox covers these files (:func:`autograder.sandbox.cover`).
+    """
+    checks_of(lab)
+    module = importlib.import_module(f"autograder.checks.{lab.split('_')[0]}")
+    modules = set()
+    for dotted in getattr(module, "REFERENCE", ()):
+        owner_name, name = dotted.rsplit(".", 1)
+        owner = importlib.import_module(owner_name)
+        modules.add(owner)
+        defined_in = inspect.getmodule(getattr(owner, name))
+        if defined_in is not None and defined_in.__name__.split(".")[0] == "mini":
+            modules.add(defined_in)
+    files = set()
+    for source in (Path(module.__file__) for module in modules):
+        files.add(source)
+        files.update(source.parent.glob(f"__pycache__/{source.stem}.*.pyc"))
+    return sorted(map(str, files))
 
 
 def _mini_modules():

@@ -43,9 +43,10 @@ def version():
     return max(0, _libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
 
 
-def restrict(readable, writable):
+def restrict(readable, writable, listable=()):
     """Confine this process and its children to reading ``readable`` and reading and writing
-    ``writable`` (folders or single files; missing ones are skipped).  OSError if Landlock is
+    ``writable`` (folders or single files; missing ones are skipped), and to listing the
+    folders ``listable`` (a folder there gives no file in it).  OSError if Landlock is
     unavailable or refuses: the caller must not run student code then."""
     abi = version()
     if abi < 1:
@@ -57,7 +58,7 @@ def restrict(readable, writable):
     fd = _checked(_libc.syscall(_CREATE_RULESET, ctypes.byref(ruleset), ctypes.c_size_t(size),
                                 ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
-        for paths, rights in ((readable, READ), (writable, handled)):
+        for paths, rights in ((readable, READ), (writable, handled), (listable, READ_DIR)):
             for path in paths:
                 _allow(fd, path, rights)
         _checked(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")

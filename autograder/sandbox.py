@@ -22,6 +22,7 @@ nbgrader talks to its Jupyter kernels over sockets; in a network namespace a ker
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
 import contextlib
+import ctypes
 import dataclasses
 import functools
 import itertools
@@ -155,7 +156,43 @@ def kernel_confinement():
 def confine(spec):
     """Apply a :func:`confinement` in this process, for good (nothing to do for None)."""
     if spec:
-        landlock.restrict(spec["readable"], spec["writable"])
+        landlock.restrict(spec["readable"], spec["writable"], spec.get("listable", ()))
+
+
+def without(spec, files):
+    """The :func:`confinement` ``spec`` with ``files`` of mini (its reference modules,
+    :func:`autograder.guard.reference_files`) no longer readable: mini's folders may still be
+    listed, and every other file in them read.  Landlock's rules only allow, so mini's folder
+    gives way to a rule per file."""
+    if not spec or not files:
+        return spec
+    hidden, mini = set(map(os.path.realpath, files)), str(REPO / "mini")
+    readable = [path for path in spec["readable"] if path != mini]
+    listable = []
+    for folder, _, names in os.walk(mini):
+        listable.append(folder)
+        readable += [path for path in (os.path.join(folder, name) for name in names)
+                     if os.path.realpath(path) not in hidden]
+    return {**spec, "readable": readable, "listable": [*spec.get("listable", ()), *listable]}
+
+
+def cover(files):
+    """Lay /dev/null over each of ``files`` in this process's mount namespace (namespaces only,
+    before the capabilities are dropped): reading one gives nothing."""
+    for path in files:
+        mount("/dev/null", path, None, MS_BIND, None)
+
+
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def mount(source, target, kind, flags, options):
+    """mount(2); OSError naming ``target`` where it fails."""
+    encode = (lambda text: None if text is None else os.fsencode(text))
+    if _libc.mount(encode(source), encode(target), encode(kind), flags, encode(options)) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount {target}: {os.strerror(error)}")
 
 
 @contextlib.contextmanager

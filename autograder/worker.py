@@ -75,13 +75,15 @@ def main():
     # Everything the checks need is taken now, before any student code runs: what the student
     # patches later (autograder.checks, numpy) cannot reach these names, and the student cannot
     # import the autograder at all.
-    from autograder import guard
-    from autograder.sandbox import confine
+    from autograder import guard, sandbox
     from autograder.checks import case_for, checks_of, run_case
     checks = checks_of(request["lab"])
     reference_back = _disable_reference(guard, request["lab"])
+    sources = guard.reference_files(request["lab"])   # no private copy of the reference
     guard.hide_autograder()
-    confine(request["confine"])               # Landlock, where there are no namespaces
+    if request["namespaces"]:
+        sandbox.cover(sources)
+    sandbox.confine(sandbox.without(request["confine"], sources))     # Landlock
     if request["namespaces"]:
         capabilities.drop_all()               # root of the sandbox's user namespace no more
 

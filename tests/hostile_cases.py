@@ -128,6 +128,30 @@ def reference_backward_pass():
     return nb
 
 
+def private_copy_of_the_reference():
+    """backward_pass from a private copy of mini's module, loaded from its source file (or its
+    cached bytecode): the sandbox shows those files empty (tests/test_sandbox.py probes that),
+    and a copy would still import the stubbed ``vjp_of``."""
+    nb = solution()
+    target = cell(nb, "backward_pass")
+    target.source = (
+        "import importlib.util, mini.autodiff\n\n"
+        "def _private_copy():\n"
+        "    for path in (mini.autodiff.__file__,\n"
+        "                 importlib.util.cache_from_source(mini.autodiff.__file__)):\n"
+        "        try:\n"
+        "            spec = importlib.util.spec_from_file_location('private_autodiff', path)\n"
+        "            module = importlib.util.module_from_spec(spec)\n"
+        "            spec.loader.exec_module(module)\n"
+        "            if hasattr(module, 'backward_pass'):\n"
+        "                return module\n"
+        "        except Exception:\n"
+        "            continue\n\n"
+        "def backward_pass(g, end_node):\n"
+        "    return _private_copy().backward_pass(g, end_node)\n")
+    return nb
+
+
 NOTHING_READ = "read 0 file(s) of the solutions and the course"
 
 
@@ -199,6 +223,7 @@ CASES = {
     # the patched np.allclose passes the visible tests, but the verdicts are decided outside
     "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, "backward_pass"),
     "calls_the_reference_solution": (reference_backward_pass, "backward_pass"),
+    "loads_a_private_copy_of_the_reference": (private_copy_of_the_reference, "backward_pass"),
     "reads_and_writes_course_files": (reads_and_writes_course_files, None),
     "writes_into_the_grader": (writes_into_the_grader, None),
 }

@@ -55,6 +55,12 @@ def unmount(folder):        # the sandbox's root may unmount what it mounted, un
         raise OSError(ctypes.get_errno(), "umount2")
     return os.listdir(folder)
 attempt("unmount the cover over the solutions", lambda: unmount(READ["solutions"]))
+def read_source(path):       # a private copy of a reference module needs its source
+    text = open(path).read()
+    if not text:
+        raise OSError("empty")
+    return len(text)
+attempt("read the graded lab's reference source", lambda: read_source(REFERENCE_SOURCE))
 for name, folder in WRITE.items():
     attempt("write " + name, lambda: open(os.path.join(folder, "planted.py"), "w").write("x=1"))
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3).close())
@@ -85,7 +91,8 @@ def probe_notebook(read, write, port, threads, file_bytes):
     nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
     settings = (f"READ = {read!r}\nWRITE = {write!r}\nPORT = {port}\nTHREADS = {threads}\n"
                 f"FILE_BYTES = {file_bytes}\nMARK = {MARK!r}\nGRADER = {os.getpid()}\n"
-                f"SOLUTION = {str(ROOT / 'solutions' / LAB / (LAB + '.ipynb'))!r}\n")
+                f"SOLUTION = {str(ROOT / 'solutions' / LAB / (LAB + '.ipynb'))!r}\n"
+                f"REFERENCE_SOURCE = {str(ROOT / 'mini' / 'graph.py')!r}\n")   # lab 2's toposort
     nb.cells.append(nbformat.v4.new_code_cell(settings + PROBE))
     return nb
 
@@ -209,7 +216,7 @@ def assert_nothing_found(found, path, layers):
     got = {name: value for name, value in found.items()
            if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
     assert got == {}, (got, found)
-    assert len(found) == 23, sorted(found)
+    assert len(found) == 24, sorted(found)
 
 
 def autograded_report(student, prefix):
