@@ -80,10 +80,10 @@ def start(folder, runtime_dir, hidden, cover, limits, confinement, labs, cgroup=
     with namespaces a child sees its own only.  ``hidden``, as for the kernelspec, should cover
     ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.  Kernels
     get ``limits`` (:class:`autograder.sandbox.Limits`), and see the reference modules of
-    ``labs`` (the labs they grade) empty (:func:`autograder.guard.reference_files`).  Given ``cgroup``
-    (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it, and each
-    kernel in one of its own there, allowed ``limits.processes`` processes and threads, and
-    emptied when the kernel ends.
+    ``labs`` (the labs they grade) empty (:func:`autograder.guard.reference_files`).  Given
+    ``cgroup`` (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it,
+    and each kernel in one of its own there, allowed ``limits.processes`` processes and threads,
+    and emptied when the kernel ends.
     """
     folder = Path(folder)
     home = folder / "home"
@@ -91,8 +91,7 @@ def start(folder, runtime_dir, hidden, cover, limits, confinement, labs, cgroup=
     Path(cover).mkdir(parents=True, exist_ok=True)
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
               "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
-              "confinement": confinement, "cgroup": cgroup and str(cgroup),
-              "processes": limits.processes, "labs": sorted(labs)}
+              "confinement": confinement, "cgroup": cgroup and str(cgroup), "labs": sorted(labs)}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
     command = sandbox.sandboxed(command, hidden, keep=[str(folder), str(runtime_dir), str(cover)])
@@ -246,7 +245,7 @@ def _become_kernel(config, request, keep):
         os.close(devnull)
         os.setsid()
         own = config["cgroup"] and sandbox.nested_cgroup(
-            config["cgroup"], f"kernel-{os.getpid()}", config["processes"])
+            config["cgroup"], f"kernel-{os.getpid()}", config["rlimits"]["NPROC"])
         sandbox.join(own)
         hidden = config["hide"].get(Path(request["cwd"]).name, [])   # autograded/<student>/<lab>
         if config["namespaces"]:
@@ -255,8 +254,9 @@ def _become_kernel(config, request, keep):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["environment"])
-        environment = kernel.enter(config["rlimits"], sandbox.without(config["confinement"], hidden),
-                                   request["arguments"], namespaces=config["namespaces"])
+        confinement = sandbox.without(config["confinement"], hidden)
+        environment = kernel.enter(config["rlimits"], confinement, request["arguments"],
+                                   namespaces=config["namespaces"])
         os.environ.clear()
         os.environ.update(environment)
         tempfile.tempdir = None

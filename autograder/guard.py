@@ -56,15 +56,12 @@ def reference_files(lab):
     Student code must not read them once they are imported: from a private copy of the module,
     loaded from its file (``importlib.util.spec_from_file_location``), the reference would come
     back whole, stubs or not.  The sandbox covers these files (:func:`autograder.sandbox.cover`).
+    Called before the stubs are in: a stub is defined here, not where its reference was.
     """
-    checks_of(lab)
-    module = importlib.import_module(f"autograder.checks.{lab.split('_')[0]}")
     modules = set()
-    for dotted in getattr(module, "REFERENCE", ()):
-        owner_name, name = dotted.rsplit(".", 1)
-        owner = importlib.import_module(owner_name)
+    for _, owner, original in _references(lab):
         modules.add(owner)
-        defined_in = inspect.getmodule(getattr(owner, name))
+        defined_in = inspect.getmodule(original)
         if defined_in is not None and defined_in.__name__.split(".")[0] == "mini":
             modules.add(defined_in)
     files = set()
@@ -83,15 +80,24 @@ def _replacements(lab, places):
 
     ``places`` yields ``(value, put)``: what one place holds, and a function that rebinds it.
     """
-    checks_of(lab)                       # import the checks (and their references) first
-    module = importlib.import_module(f"autograder.checks.{lab.split('_')[0]}")
     stubs = {}
-    for dotted in getattr(module, "REFERENCE", ()):
-        owner_name, name = dotted.rsplit(".", 1)
-        original = getattr(importlib.import_module(owner_name), name)
+    for dotted, _, original in _references(lab):
         if not isinstance(original, _Stub) and id(original) not in stubs:
             stubs[id(original)] = (original, _Stub(dotted, lab))
     return [(put, *stubs[id(value)]) for value, put in places if id(value) in stubs]
+
+
+def _references(lab):
+    """``[(dotted name, owner module, what the name holds now)]`` for each name in ``lab``'s
+    ``REFERENCE``; the checks (and so their references) are imported first."""
+    checks_of(lab)
+    module = importlib.import_module(f"autograder.checks.{lab.split('_')[0]}")
+    references = []
+    for dotted in getattr(module, "REFERENCE", ()):
+        owner_name, name = dotted.rsplit(".", 1)
+        owner = importlib.import_module(owner_name)
+        references.append((dotted, owner, getattr(owner, name)))
+    return references
 
 
 def _module_places(modules):

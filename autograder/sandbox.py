@@ -348,9 +348,9 @@ def _font_lists():
 
 def install_grading_kernel(data_dir, runtime_dir, hidden, limits, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
-    :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by ``$MINI_KERNEL_HOME`` (the
-    submission's autograded copy).  Under Landlock the kernel may also read the grader (its
-    hidden test cells import the checks) and write its own folders.
+    :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by
+    ``$MINI_KERNEL_HOME`` (the submission's autograded copy).  Under Landlock the kernel may also
+    read the grader (its hidden test cells import the checks) and write its own folders.
 
     ``hidden`` should cover ``data_dir``: a kernel that could rewrite this launch file would start
     the next submission's kernel as it pleased, outside the sandbox.  Of the folders it hides, the

@@ -78,8 +78,8 @@ def main():
     from autograder import guard, sandbox
     from autograder.checks import case_for, checks_of, run_case
     checks = checks_of(request["lab"])
-    reference_back = _disable_reference(guard, request["lab"])
     sources = guard.reference_files(request["lab"])   # no private copy of the reference
+    reference_back = _disable_reference(guard, request["lab"])
     guard.hide_autograder()
     if request["namespaces"]:
         sandbox.cover(sources)
