@@ -14,8 +14,8 @@ import numpy as np
 
 from mini import backend
 from mini.table import (
-    defjvp, defjvp_every_argument, defvjp, defvjp_every_argument, defvjp_zero, no_tangent, primitive,
-    shape_only, sum_to_shape, zeros_like,
+    broadcast_to_like, defjvp, defjvp_every_argument, defvjp, defvjp_every_argument, defvjp_zero, no_tangent, primitive,
+    shape_only, sum_to_like, sum_to_shape, zeros_like,
 )
 
 
@@ -271,6 +271,22 @@ def matmul_adjoint_b(g, a, b):
     return sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape).reshape(np.shape(b))
 
 
+@primitive
+def affine(x, W, b):
+    """A layer's ``x @ W + b`` as one primitive: ``x`` (..., k), ``W`` (k, n), ``b`` (n,) give
+    (..., n).
+
+    ``matmul`` then ``add`` compute the same, as two nodes; one node saves, per layer and per
+    step, a trace record and the reverse pass's check of which shapes were broadcast.  Its VJPs
+    are those of the two parts: ``matmul``'s adjoints for ``x`` and ``W``, and for ``b`` the
+    output's gradient summed over the rows.
+    """
+    if np.ndim(x) > 2 and np.ndim(W) == 2:          # every token of a batch: one 2-D product
+        rows = backend.ops.add(backend.ops.matmul(np.reshape(x, (-1, np.shape(x)[-1])), W), b)
+        return np.reshape(rows, np.shape(x)[:-1] + np.shape(W)[1:])
+    return backend.ops.add(backend.ops.matmul(x, W), b)
+
+
 def _as_matrices(g, a, b):
     """View 1-D operands of a matmul as 1 x k and k x 1 matrices, and g to match."""
     a2 = np.reshape(a, (1, -1)) if np.ndim(a) == 1 else np.asarray(a)
@@ -326,4 +342,9 @@ def _products(prim, adjoint_a, adjoint_b):
 
 
 _products(matmul, matmul_adjoint_a, matmul_adjoint_b)
+defvjp(affine, lambda g, ans, x, W, b: matmul_adjoint_a(g, x, W),
+       lambda g, ans, x, W, b: matmul_adjoint_b(g, x, W),
+       lambda g, ans, x, W, b: sum_to_like(g, b))
+defjvp(affine, lambda t, ans, x, W, b: matmul(t, W), lambda t, ans, x, W, b: matmul(x, t),
+       lambda t, ans, x, W, b: broadcast_to_like(t, ans))
 _products(dot, dot_adjoint_a, dot_adjoint_b)

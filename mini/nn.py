@@ -21,7 +21,7 @@ with arrays it computes (and under ``mini.grad`` it is traced), with framework n
 import numpy as np
 
 from mini.primitives import (
-    defvjp_zero, getitem, log_softmax, matmul, mean, primitive, relu, sum, take,
+    affine, defvjp_zero, getitem, log_softmax, mean, primitive, relu, sum, take,
 )
 
 __all__ = ["Embedding", "Linear", "relu", "masked_mean", "one_hot_like", "softmax_cross_entropy",
@@ -55,7 +55,7 @@ class Linear:
     Initialisation: ``W ~ Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's default for
     ``nn.Linear``), ``b = 0``.  Each output then sums ``fan_in`` terms of variance
     ``var(x) / (3 fan_in)``, so its variance is ``var(x) / 3`` whatever the width: activations
-    neither blow up nor vanish as layers get wider.
+    neither blow up nor vanish as layers get wider.  Computed by one primitive, ``affine``.
     """
 
     def __init__(self, fan_in, fan_out, name):
@@ -67,7 +67,7 @@ class Linear:
                 f"{self.name}.b": np.zeros(self.fan_out)}
 
     def __call__(self, params, x):
-        return matmul(x, params[f"{self.name}.W"]) + params[f"{self.name}.b"]
+        return affine(x, params[f"{self.name}.W"], params[f"{self.name}.b"])
 
 
 def masked_mean(h, mask):

@@ -21,7 +21,7 @@ import numpy as np
 
 from mini import backend
 from mini.linear import (  # noqa: F401 (mini's primitives, all importable from here)
-    axis_size, broadcast_like, concatenate, concatenate_args, concatenate_part, dot, dot_adjoint_a,
+    affine, axis_size, broadcast_like, concatenate, concatenate_args, concatenate_part, dot, dot_adjoint_a,
     dot_adjoint_b, getitem, matmul, matmul_adjoint_a, matmul_adjoint_b, mean, reshape,
     reshape_like, scatter_add, stack, stack_args, sum, take, transpose, untake, untranspose,
 )

@@ -1,5 +1,7 @@
 """The kernel backends: a model trains identically on numpy, cpu and cuda (simulator where no GPU),
 and every backend call returns what numpy returns."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -89,6 +91,29 @@ def _same_as_numpy(backend, method, args, kwargs):
     assert np.shape(got) == np.shape(expected) and got.dtype == expected.dtype
     rtol = 1e-6 if expected.dtype == np.float32 else 1e-13
     np.testing.assert_allclose(got, expected, rtol=rtol, err_msg=f"{backend.name}.{method}")
+
+
+SCALARS = [1.5, np.float64(-2.25), 0.0, -0.0, np.float64(np.inf), np.float64(np.nan), 1e308]
+
+
+@pytest.mark.parametrize("method", ["add", "subtract", "multiply", "divide"])
+def test_float_scalars_get_the_ufuncs_value_type_and_warnings(method):
+    """The numpy backend computes two float scalars without the ufunc: the same value, np.float64
+    (not a Python float), and a RuntimeWarning where the ufunc warns (1.0 / 0.0 is inf, not a
+    ZeroDivisionError)."""
+    ufunc = getattr(np, method)
+    for x in SCALARS:
+        for y in SCALARS:
+            with warnings.catch_warnings(record=True) as ours:
+                warnings.simplefilter("always")
+                got = getattr(NumpyBackend, method)(x, y)
+            with warnings.catch_warnings(record=True) as numpys:
+                warnings.simplefilter("always")
+                expected = ufunc(x, y)
+            assert type(got) is np.float64, (method, x, y, type(got))
+            assert got == expected or (np.isnan(got) and np.isnan(expected)), (method, x, y)
+            assert np.signbit(got) == np.signbit(expected), (method, x, y)
+            assert [w.category for w in ours] == [w.category for w in numpys], (method, x, y)
 
 
 @pytest.mark.parametrize("method, args, kwargs", CALLS)

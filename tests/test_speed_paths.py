@@ -7,9 +7,13 @@
 * ``toposort`` counts a parent read twice twice;
 * the reductions of ``sum_to_like`` and ``logsumexp`` call numpy's ufuncs directly, on arrays,
   lists and numbers, with and without axes;
+* the cycle collector is held off while a graph is traced and walked back, and is back on after
+  (also when the traced function raises), unless the caller had switched it off;
 * and the classifier's traced step gives, bit for bit, what its primitives compute when called
   by hand in the same order: tracing adds no arithmetic of its own.
 """
+import gc
+
 import autograd
 import autograd.numpy as anp
 import numpy as np
@@ -106,6 +110,27 @@ def test_logsumexp_and_softmax_on_arrays_lists_and_numbers(x, axis):
 def test_logsumexp_of_an_empty_array_names_the_problem():
     with pytest.raises(ValueError, match="zero-size array"):
         p.logsumexp(np.zeros((0,)))
+
+
+def test_the_cycle_collector_is_held_off_while_tracing_and_back_on_after():
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return mini.sum(mini.grad(lambda y: mini.sum(y * y))(x) * x)     # a nested trace too
+
+    assert gc.isenabled()
+    mini.grad(f)(np.ones(3))
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        mini.grad(lambda x: 1 / 0)(1.0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        mini.grad(f)(np.ones(3))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def _classifier_step_by_hand(params, ids, mask, labels):
