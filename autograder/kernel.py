@@ -22,7 +22,8 @@ import os
 import sys
 import tempfile
 
-from autograder import capabilities, pid_namespace
+from autograder import capabilities, guard, pid_namespace, sandbox
+from autograder.checks import LABS
 from autograder.sandbox import REPO, confine, set_limits, student_environment, user_tasks
 
 # beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does; not
@@ -35,13 +36,38 @@ KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 def main():
     rlimits, confinement, namespaces = map(json.loads, sys.argv[1:4])
     kernel_arguments = sys.argv[4:]
-    environment = enter(rlimits, confinement, kernel_arguments, namespaces)
+    environment = enter(rlimits, confinement, kernel_arguments, namespaces, sealed=False)
+    sealing = json.dumps({"confinement": confinement, "namespaces": namespaces})
     start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
+             "from autograder.kernel import seal; seal(sys.argv.pop(1)); "
              "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
-    os.execve(sys.executable, [sys.executable, "-I", "-c", start, *kernel_arguments], environment)
+    os.execve(sys.executable, [sys.executable, "-I", "-c", start, sealing, *kernel_arguments],
+              environment)
 
 
-def enter(rlimits, confinement, kernel_arguments, namespaces):
+def seal(sealing):
+    """The kernel's last step before ipykernel, in its own interpreter (after ``execve``): import
+    the graded lab's reference modules, then hide their files (:func:`hide_references`), then,
+    with namespaces, drop every capability.  The lab is the name of the folder the kernel starts
+    in (``autograded/<student>/<lab>``)."""
+    sealing = json.loads(sealing)
+    lab = os.path.basename(os.getcwd())
+    files = guard.reference_files(lab) if lab in LABS else []
+    hide_references(files, sealing["confinement"], sealing["namespaces"])
+    if sealing["namespaces"]:
+        capabilities.drop_all()
+
+
+def hide_references(files, confinement, namespaces):
+    """Make ``files`` (:func:`autograder.guard.reference_files`, imported already) read as empty
+    with namespaces (/dev/null over each, before the capabilities go), or not at all under
+    Landlock (one more layer: ``confinement`` without them)."""
+    if namespaces:
+        sandbox.cover(files)
+    sandbox.confine(sandbox.without(confinement, files) if files else None)
+
+
+def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):
     """Take this process into the kernel's sandbox; return the environment the kernel runs with.
 
     With ``namespaces`` it continues in a PID namespace of its own and, once the steps below are
@@ -49,7 +75,8 @@ def enter(rlimits, confinement, kernel_arguments, namespaces):
     (:meth:`autograder.sandbox.Limits.rlimits`), makes the kernel's home beside its connection
     file, confines the process (``confinement`` from :func:`autograder.sandbox.confinement`, or
     None), and points descriptors 1 and 2 at /dev/null.  Reads the grader's variables from
-    ``os.environ``.
+    ``os.environ``.  With ``sealed`` false the capabilities stay, for :func:`seal` to drop after
+    ``execve``, once it has hidden the reference files.
     """
     tasks = user_tasks()            # the user's processes, counted before they are out of sight
     if namespaces:
@@ -68,7 +95,7 @@ def enter(rlimits, confinement, kernel_arguments, namespaces):
         confinement["readable"].append(connection_file)
         confinement["writable"] += [os.getcwd(), home, os.path.dirname(sockets)]
         confine(confinement)
-    if namespaces:
+    if namespaces and sealed:
         capabilities.drop_all()
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)

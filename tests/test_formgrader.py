@@ -17,7 +17,7 @@ from jupyter_server.extension.config import ExtensionConfigManager
 from nbgrader.api import Gradebook
 
 import hostile_cases
-from autograder import cli, course, formgrader, samples
+from autograder import cli, course, formgrader, guard, samples
 from test_autograder import formgrader as formgrader_server
 
 LAB = "lab2_graphs"
@@ -30,7 +30,7 @@ ATTACKER, FULL, BUG = "a_attacker", "b_full", "c_bug"   # graded in this order
 # outside the sandbox; plants one where the server looks for kernelspecs, in the course and in the
 # solutions, and a module in mini, the checks and numpy (``hostile_cases.PLANTED``).  The test
 # looks for what it planted outside: inside the sandbox a write to a hidden folder lands in the
-# empty one over it.
+# empty one over it.  It also reads the source of the lab's reference modules: empty.
 ATTACK = r'''
 import glob, json, os
 stolen, rewritten = [], []
@@ -53,6 +53,12 @@ for pattern, append in [(SOLUTIONS, False)] + [(pattern, True) for pattern in PA
                 rewritten.append(path)
             except OSError:
                 pass
+reference = []              # a private copy of the lab's reference modules needs their source
+for path in REFERENCE:
+    try:
+        reference.append(len(open(path, 'rb').read()))
+    except OSError:
+        reference.append(0)
 for path in PLANT:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -60,6 +66,7 @@ for path in PLANT:
     except OSError:
         pass
 print("ATTACK " + json.dumps({"read": len(stolen), "rewritten": rewritten, "cwd": os.getcwd(),
+                              "reference": reference,
                               "environment": sorted(os.environ)}))
 '''
 
@@ -74,7 +81,7 @@ def attacker(release, jupyter):
     plant = [str(path) for path in planted(jupyter)]
     nb.cells.insert(2, nbformat.v4.new_code_cell(
         f"SOLUTIONS = {str(ROOT / 'solutions' / '**')!r}\nPATTERNS = {patterns!r}\n"
-        f"PLANT = {plant!r}\n" + ATTACK))
+        f"PLANT = {plant!r}\nREFERENCE = {guard.reference_files(LAB)!r}\n" + ATTACK))
     return nb
 
 
@@ -175,6 +182,7 @@ def test_an_attacker_reads_writes_and_rewrites_nothing(graded):
     report = graded["report"]
     assert report, "the attack printed no report"
     assert (report["read"], report["rewritten"]) == (0, []), report
+    assert len(report["reference"]) >= 2 and set(report["reference"]) == {0}, report
     assert graded["before"] == graded["after"]
     assert graded["planted"] == []
 
