@@ -43,7 +43,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     the server's Jupyter folders (so no other kernel's folder either) but its own ``run/``, nor
     the course folder but its own autograded copy (its only other writable folder), nor the
     solutions or the exchange; so no kernel can rewrite the launch file of another, or reach the
-    server.  The folder is removed with the kernel.
+    server.  The folder is removed with the kernel.  Under a server running as root, where the
+    process limit does not bind, the kernel runs in a pids cgroup of its own (its limit on
+    processes and threads), emptied when the kernel ends: nothing it started outlives it.
     """
 
     def __init__(self, **kwargs):
@@ -52,8 +54,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
         runtime = self.folder / "run"
         runtime.mkdir()
+        limits = sandbox.Limits()
         sandbox.install_grading_kernel(self.folder / "jupyter", runtime,
-                                       [*hidden, self.folder], sandbox.Limits())
+                                       [*hidden, self.folder], limits)
         self.kernel_spec_manager = KernelSpecManager(
             kernel_dirs=[str(self.folder / "jupyter" / "kernels")])
         self.transport, self.ip = "ipc", str(runtime / "kernel-ipc")
@@ -63,6 +66,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                              f"long for a Unix socket (at most {MAX_SOCKET_PATH} characters): "
                              "start the server with a shorter JUPYTER_RUNTIME_DIR")
         self.connection_file = str(runtime / f"kernel-{uuid.uuid4()}.json")
+        self.cgroup = sandbox.new_cgroup(limits.processes)
 
     async def _async_pre_start_kernel(self, **kw):
         folder = kw.get("cwd")      # nbclient starts the kernel in the notebook's folder
@@ -72,9 +76,17 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw["env"] = {**kw.get("env", os.environ), "MINI_KERNEL_HOME": str(folder)}
         return await super()._async_pre_start_kernel(**kw)
 
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        # the launcher has not started Python yet, let alone student code: all it starts is inside
+        sandbox.join(self.cgroup, self.provisioner.pid)
+
     async def _async_cleanup_resources(self, restart=False):
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
+            if self.cgroup is not None:
+                sandbox.empty_cgroup(self.cgroup)
+                self.cgroup = None
             shutil.rmtree(self.folder, ignore_errors=True)
 
     cleanup_resources = _async_cleanup_resources    # AsyncKernelManager binds the base's

@@ -206,12 +206,18 @@ def task_cgroup(tasks):
     removed.  None where no pids cgroup can be made (not root, or no pids controller): the
     worker then relies on ``RLIMIT_NPROC``.
     """
-    folder = _new_cgroup(tasks) if os.geteuid() == 0 else None
+    folder = new_cgroup(tasks)
     try:
         yield folder
     finally:
         if folder is not None:
             empty_cgroup(folder)
+
+
+def new_cgroup(tasks):
+    """The cgroup of :func:`task_cgroup`, made now (None where it cannot be, or not root); the
+    caller removes it with :func:`empty_cgroup`."""
+    return _new_cgroup(tasks) if os.geteuid() == 0 else None
 
 
 def join(cgroup, pid=None):

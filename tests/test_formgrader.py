@@ -30,7 +30,8 @@ ATTACKER, FULL, BUG = "a_attacker", "b_full", "c_bug"   # graded in this order
 # outside the sandbox; plants one where the server looks for kernelspecs, in the course and in the
 # solutions, and a module in mini, the checks and numpy (``hostile_cases.PLANTED``).  The test
 # looks for what it planted outside: inside the sandbox a write to a hidden folder lands in the
-# empty one over it.  It also reads the source of the lab's reference modules: empty.
+# empty one over it.  It also reads the source of the lab's reference modules (empty) and starts
+# more threads than a kernel may run.
 ATTACK = r'''
 import glob, json, os
 stolen, rewritten = [], []
@@ -59,6 +60,20 @@ for path in REFERENCE:
         reference.append(len(open(path, 'rb').read()))
     except OSError:
         reference.append(0)
+def threads(count):          # more than the kernel's limit on processes and threads
+    import threading
+    threading.stack_size(1 << 16)
+    stop, started = threading.Event(), 0
+    try:
+        for _ in range(count):
+            threading.Thread(target=stop.wait).start()
+            started += 1
+    except RuntimeError:
+        pass
+    finally:
+        stop.set()
+    return started
+started = threads(600)
 for path in PLANT:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -66,7 +81,7 @@ for path in PLANT:
     except OSError:
         pass
 print("ATTACK " + json.dumps({"read": len(stolen), "rewritten": rewritten, "cwd": os.getcwd(),
-                              "reference": reference,
+                              "reference": reference, "threads": started,
                               "environment": sorted(os.environ)}))
 '''
 
@@ -183,6 +198,7 @@ def test_an_attacker_reads_writes_and_rewrites_nothing(graded):
     assert report, "the attack printed no report"
     assert (report["read"], report["rewritten"]) == (0, []), report
     assert len(report["reference"]) >= 2 and set(report["reference"]) == {0}, report
+    assert report["threads"] < 600, report      # the process limit, or the kernel's pids cgroup
     assert graded["before"] == graded["after"]
     assert graded["planted"] == []
 
