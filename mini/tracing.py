@@ -157,6 +157,20 @@ class TracedValue(TracedArray):
     def __float__(self):
         raise TypeError(_lost_trace(self, "float()"))
 
+    # numpy's floor, ceil, trunc and invert of an object array call math.floor, math.ceil,
+    # math.trunc and ~ on each entry: named here, as any ufunc mini does not trace
+    def __floor__(self):
+        raise untraced("numpy.floor")
+
+    def __ceil__(self):
+        raise untraced("numpy.ceil")
+
+    def __trunc__(self):
+        raise untraced("numpy.trunc")
+
+    def __invert__(self):
+        raise untraced("numpy.invert")
+
     def __array__(self, dtype=None, copy=None):
         """Entry by entry, an object array of this value's entries, each traced (see above)."""
         if dtype is not None and np.dtype(dtype) != object:

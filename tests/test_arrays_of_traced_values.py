@@ -215,6 +215,8 @@ def test_second_derivatives_and_jvps_of_std_of_an_object_array_equal_autograd(se
     (lambda a: np.sin(a), "numpy.sin"), (lambda a: np.cos(a), "numpy.cos"),
     (lambda a: np.abs(a), "numpy.absolute"), (lambda a: +a, "numpy.positive"),
     (lambda a: np.rint(a), "numpy.rint"), (lambda a: np.arctan2(a, a), "numpy.arctan2"),
+    (lambda a: np.floor(a), "numpy.floor"), (lambda a: np.ceil(a), "numpy.ceil"),
+    (lambda a: np.trunc(a), "numpy.trunc"), (lambda a: np.invert(a), "numpy.invert"),
 ])
 def test_ufuncs_mini_does_not_trace_are_named_for_object_arrays_and_traced_arrays(call, name):
     x = np.ones(3)
