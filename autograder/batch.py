@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 
 from autograder import course, forkserver, sandbox
-from autograder.runner import hidden_folders, read_notebook
+from autograder.runner import read_notebook
 
 MARKER = ".mini-graded"
 
@@ -236,7 +236,7 @@ def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     global _api, _server
     threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
     os.environ.update(environment)
-    hidden = hidden_folders() + [Path(scratch)]     # the instructor's Jupyter folders among them
+    hidden = sandbox.hidden_folders() + [Path(scratch)]  # with the instructor's Jupyter folders
     _quiet_nbgrader()
     mine = Path(scratch) / str(os.getpid())
     (mine / "db").mkdir(parents=True)

@@ -16,10 +16,11 @@ again to grade the rest).
 """
 import argparse
 import csv
-import json
 import os
 import sys
 from pathlib import Path
+
+from autograder.sandbox import Limits
 
 
 def main(argv=None):
@@ -103,13 +104,23 @@ def _parser():
 
 
 def _limit_options(sub, where=""):
-    """The pytest path's limits (``sandbox.Limits``), for ``grade`` and for the Gradescope zip."""
-    sub.add_argument("--check-seconds", type=float, default=30.0,
-                     help=f"time limit of one check{where} (default 30; lab 5's simulator is slow)")
-    sub.add_argument("--cell-seconds", type=float, default=30.0,
-                     help=f"time limit of one notebook cell{where} (default 30)")
-    sub.add_argument("--worker-seconds", type=float, default=300.0,
-                     help=f"wall-clock limit of one worker process{where} (default 300)")
+    """The pytest path's limits, for ``grade`` and for the Gradescope zip; by default those of
+    ``sandbox.Limits``, which the nbgrader path has too."""
+    sub.add_argument("--check-seconds", type=float, default=Limits.check_seconds,
+                     help=f"time limit of one check{where} (default {Limits.check_seconds:g}; "
+                          "lab 5's simulator is slow)")
+    sub.add_argument("--cell-seconds", type=float, default=Limits.cell_seconds,
+                     help=f"time limit of one notebook cell{where} (default "
+                          f"{Limits.cell_seconds:g})")
+    sub.add_argument("--worker-seconds", type=float, default=Limits.worker_seconds,
+                     help=f"wall-clock limit of one worker process{where} (default "
+                          f"{Limits.worker_seconds:g})")
+
+
+def _limits(args):
+    """The ``sandbox.Limits`` given with :func:`_limit_options`."""
+    return Limits(check_seconds=args.check_seconds, cell_seconds=args.cell_seconds,
+                  worker_seconds=args.worker_seconds)
 
 
 def _release(args):
@@ -158,6 +169,7 @@ def _grade(args):
 
     from autograder import course
     from autograder.checks import new_seed
+    from autograder.pytest_grading import Batch
     seed = args.seed if args.seed is not None else new_seed()
     submissions = Path(args.submissions or course.course_dir() / "submitted").resolve()
     if not submissions.is_dir():
@@ -165,14 +177,8 @@ def _grade(args):
     if not any(path.is_dir() for path in submissions.iterdir()):
         raise ValueError(f"{submissions} holds no student folders (<student>/<lab>.ipynb)")
     out = Path(args.out or course.course_dir() / "results").resolve()
-    os.environ.update({
-        "MINI_GRADE_SUBMISSIONS": str(submissions),
-        "MINI_GRADE_LABS": ",".join(course.expand(args.lab)),
-        "MINI_GRADE_OUT": str(out), "MINI_GRADE_SEED": str(seed),
-        "MINI_GRADE_WORKERS": str(args.workers), "MINI_GRADE_SCHEDULER": args.scheduler or "",
-        "MINI_GRADE_LIMITS": json.dumps({"check_seconds": args.check_seconds,
-                                         "cell_seconds": args.cell_seconds,
-                                         "worker_seconds": args.worker_seconds})})
+    batch = Batch(submissions, course.expand(args.lab), out, seed, args.workers,
+                  args.scheduler or "", _limits(args))
     # pytest's own report counts test cells ("38 failed"), which reads like a crash of the grader;
     # without -v the grade table below says what happened, and results.json says why.
     quiet = ["-o", "addopts=", "-p", "no:terminal"]
@@ -181,7 +187,7 @@ def _grade(args):
     code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
                         "--capture=no",    # the progress bar; no student code runs in this process
                         "-W", "ignore::pytest.PytestAssertRewriteWarning", *report],
-                       plugins=[failures])
+                       plugins=[batch, failures])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         failures.problems.append(f"pytest stopped ({code!r})")
     if failures.problems:
@@ -255,10 +261,9 @@ def _demo(args):
 
 
 def _gradescope(args):
-    from autograder import course, gradescope, sandbox
+    from autograder import course, gradescope
     folder = Path(args.to or course.course_dir() / "gradescope").resolve()
-    limits = sandbox.Limits(check_seconds=args.check_seconds, cell_seconds=args.cell_seconds,
-                            worker_seconds=args.worker_seconds)
+    limits = _limits(args)
     for lab in course.expand(args.lab):
         print(f"{lab}: {gradescope.build(lab, folder, limits=limits)}")
     return 0

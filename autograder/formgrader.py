@@ -23,7 +23,6 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 
 from autograder import sandbox
-from autograder.runner import hidden_folders
 
 MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
 
@@ -50,7 +49,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**{**kwargs, "kernel_name": sandbox.KERNEL_NAME})
-        hidden = hidden_folders()       # with every Jupyter folder of the server's
+        hidden = sandbox.hidden_folders()       # with every Jupyter folder of the server's
         self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
         runtime = self.folder / "run"
         runtime.mkdir()

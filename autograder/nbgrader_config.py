@@ -9,6 +9,7 @@ import os
 
 from autograder.course import REPO, course_dir, exchange_dir, find_nbgrader_tools
 from autograder.formgrader import inside_jupyter_server
+from autograder.sandbox import Limits
 
 COURSE = course_dir()
 # What a fresh checkout's formgrader needs: a course folder to open the gradebook in, and
@@ -35,9 +36,9 @@ c.Exchange.root = str(exchange_dir())
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Autograding: a cell may run for MINI_CELL_TIMEOUT seconds (lab 5's simulator cells need ~20 s);
-# tracebacks show the error message, not the hidden test's source lines.
-c.Execute.timeout = int(os.environ.get("MINI_CELL_TIMEOUT") or 60)
+# Autograding: a cell may run as long as on the pytest path (sandbox.Limits.cell_seconds), or
+# MINI_CELL_TIMEOUT seconds; tracebacks show the error message, not the hidden test's source lines.
+c.Execute.timeout = int(os.environ.get("MINI_CELL_TIMEOUT") or Limits.cell_seconds)
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 # A submission that deleted a test cell gets it back (graded as usual), instead of a silent
 # "needs manual grade"; one that duplicated, split or re-marked cells gets the lab's cells back

@@ -1,16 +1,15 @@
 """The pytest path as a pytest test module: one test per submission and test cell.
 
-``python -m autograder grade`` runs pytest on this file with the batch described in environment
-variables (MINI_GRADE_SUBMISSIONS, MINI_GRADE_LABS, MINI_GRADE_OUT, MINI_GRADE_SEED,
-MINI_GRADE_WORKERS, MINI_GRADE_LIMITS, MINI_GRADE_SCHEDULER).  Every submission is graded once,
-up front, in worker processes (``autograder.runner``) on this machine or on a Dask cluster
-(``autograder.cluster``); each test then reports one test cell's verdict with the check's message,
-and the session writes ``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
+``python -m autograder grade`` runs pytest on this file with the batch to grade handed to pytest
+as a plugin, a :class:`Batch`.  Every submission is graded once, up front, in worker processes
+(``autograder.runner``) on this machine or on a Dask cluster (``autograder.cluster``); each test
+then reports one test cell's verdict with the check's message, and the session writes
+``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
 """
 import concurrent.futures
 import csv
+import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -20,16 +19,37 @@ from tqdm import tqdm
 from autograder import cluster, runner, sandbox
 
 
-def settings():
-    """The batch to grade, read from the environment each time pytest runs this module (a
-    process may grade several batches; the module is imported once)."""
-    return dict(submissions=Path(os.environ.get("MINI_GRADE_SUBMISSIONS", ".")),
-                labs=[lab for lab in os.environ.get("MINI_GRADE_LABS", "").split(",") if lab],
-                out=Path(os.environ.get("MINI_GRADE_OUT", "results")),
-                seed=int(os.environ.get("MINI_GRADE_SEED", "0")),
-                workers=int(os.environ.get("MINI_GRADE_WORKERS", "1")),
-                scheduler=os.environ.get("MINI_GRADE_SCHEDULER", ""),
-                limits=sandbox.Limits(**json.loads(os.environ.get("MINI_GRADE_LIMITS", "{}"))))
+@dataclasses.dataclass
+class Batch:
+    """What one pytest session grades, and how: ``pytest.main([this file], plugins=[batch])``.
+
+    Handed to pytest rather than kept in this module, since a process may grade several batches
+    (the module is imported once); as a plugin it puts itself in the session's ``config.stash``,
+    where the tests find it (:func:`batch_of`).
+    """
+
+    submissions: Path              # <student>/<lab>.ipynb or <student>/<lab>/<lab>.ipynb
+    labs: list
+    out: Path                      # where results.json and grades.csv go
+    seed: int
+    workers: int = 1               # submissions graded at a time
+    scheduler: str = ""            # a Dask scheduler's address, "local", or "" for this machine
+    limits: sandbox.Limits = dataclasses.field(default_factory=sandbox.Limits)
+
+    def pytest_configure(self, config):
+        """pytest's hook, once per session: leave this batch where the tests look for it."""
+        config.stash[BATCH] = self
+
+
+BATCH = pytest.StashKey[Batch]()
+
+
+def batch_of(config):
+    """The session's :class:`Batch`; a usage error when pytest was started without one."""
+    if BATCH not in config.stash:
+        raise pytest.UsageError("this module grades the batch that `python -m autograder grade` "
+                                "hands pytest (autograder.pytest_grading.Batch)")
+    return config.stash[BATCH]
 
 
 def find_submissions(folder, lab):
@@ -43,17 +63,17 @@ def find_submissions(folder, lab):
 
 
 @pytest.fixture(scope="session")
-def graded():
+def graded(request):
     """Grade every submission once per pytest session; write the result files."""
-    batch = settings()
-    jobs = [(lab, student, path) for lab in batch["labs"]
-            for student, path in find_submissions(batch["submissions"], lab)]
-    if batch["scheduler"]:
-        results = cluster.grade(batch["scheduler"], jobs, batch["seed"], batch["limits"], _progress,
-                                batch["workers"])
+    batch = batch_of(request.config)
+    jobs = [(lab, student, path) for lab in batch.labs
+            for student, path in find_submissions(batch.submissions, lab)]
+    if batch.scheduler:
+        results = cluster.grade(batch.scheduler, jobs, batch.seed, batch.limits, _progress,
+                                batch.workers, batch.submissions)
     else:
-        results = _grade_here(jobs, batch["seed"], batch["limits"], batch["workers"])
-    out = batch["out"]
+        results = _grade_here(jobs, batch)
+    out = batch.out
     for result in results:
         folder = out / result.lab / result.student
         folder.mkdir(parents=True, exist_ok=True)
@@ -64,15 +84,16 @@ def graded():
         writer.writerow(["student", "lab", "score", "max_score", "seed"])
         for result in results:
             writer.writerow([result.student, result.lab, result.score, result.max_score,
-                             batch["seed"]])
+                             batch.seed])
     return {(r.lab, r.student): r for r in results}
 
 
-def _grade_here(jobs, seed, limits, workers):
-    """Grade on this machine, ``workers`` submissions at a time (each in its own sandboxed
+def _grade_here(jobs, batch):
+    """Grade on this machine, ``batch.workers`` submissions at a time (each in its own sandboxed
     worker process; the threads only wait for them)."""
-    with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
-        futures = [pool.submit(runner.grade_submission, path, lab, student, seed, limits)
+    with concurrent.futures.ThreadPoolExecutor(max(1, batch.workers)) as pool:
+        futures = [pool.submit(runner.grade_submission, path, lab, student, batch.seed,
+                               batch.limits, batch.submissions)
                    for lab, student, path in jobs]
         for _ in _progress(concurrent.futures.as_completed(futures), total=len(futures)):
             pass
@@ -85,9 +106,9 @@ def _progress(done, total):
 
 def pytest_generate_tests(metafunc):
     if "lab_student_test" in metafunc.fixturenames:
-        batch = settings()
-        cases = [(lab, student, grade_id) for lab in batch["labs"]
-                 for student, _ in find_submissions(batch["submissions"], lab)
+        batch = batch_of(metafunc.config)
+        cases = [(lab, student, grade_id) for lab in batch.labs
+                 for student, _ in find_submissions(batch.submissions, lab)
                  for grade_id, _ in runner.test_cells(lab)]
         metafunc.parametrize("lab_student_test", cases, ids=["/".join(c) for c in cases])
 

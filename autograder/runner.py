@@ -213,8 +213,11 @@ def _binds_any(source, names):
     return bound is None or bool(bound & names)
 
 
-def grade_submission(notebook_path, lab, student, seed, limits=None):
-    """Grade one submitted notebook; never raises for anything the submission does."""
+def grade_submission(notebook_path, lab, student, seed, limits=None, submissions=None):
+    """Grade one submitted notebook; never raises for anything the submission does.
+
+    ``submissions``: the folder of the batch it came from, hidden from student code with the rest
+    of :func:`autograder.sandbox.hidden_folders`."""
     notebook_path, limits = Path(notebook_path), limits or Limits()
     checks = checks_of(lab)
     keys = [f"{grade_id[len('test_'):]}/{n}" for grade_id, _ in test_cells(lab)
@@ -225,8 +228,8 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
     except ValueError as error:
         cells = None
         notes.append(str(error))
-    outcomes = (_run_workers(cells, keys, lab, seed, limits, notes, visible_failures)
-                if cells is not None else {})
+    outcomes = (_run_workers(cells, keys, lab, seed, limits, sandbox.hidden_folders(submissions),
+                             notes, visible_failures) if cells is not None else {})
     notes.append(sandbox.isolation_note())
 
     tests = []
@@ -250,8 +253,9 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
     return SubmissionResult(student, lab, seed, tests, notes)
 
 
-def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
-    """Run workers until every check has an outcome; a step that kills a worker is skipped.
+def _run_workers(cells, keys, lab, seed, limits, hidden, notes, visible_failures):
+    """Run workers, each with ``hidden`` out of its sight, until every check has an outcome; a step
+    that kills a worker is skipped.
 
     The first error of each test cell's visible tests goes into ``visible_failures``
     (``{fill-in: message}``); the errors of other cells go into ``notes``.
@@ -261,7 +265,7 @@ def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
     while True:
         remaining = [key for key in keys if key not in outcomes]
         events, reason = _run_worker([c for c in cells if c[0] not in skip_cells], remaining, lab,
-                                     seed, limits)
+                                     seed, limits, hidden)
         last = None
         for event in events:
             if event["event"] in ("cell", "check"):
@@ -294,7 +298,7 @@ def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
             outcomes[last["key"]] = {"error": f"WorkerStopped: {reason}"}
 
 
-def _run_worker(cells, keys, lab, seed, limits):
+def _run_worker(cells, keys, lab, seed, limits, hidden):
     """One worker process.  Returns (events, None) or (events so far, why it was stopped)."""
     scratch = Path(tempfile.mkdtemp(prefix="mini-worker-"))
     read_fd, write_fd = os.pipe()
@@ -308,7 +312,7 @@ def _run_worker(cells, keys, lab, seed, limits):
     try:
         with sandbox.task_cgroup(limits.processes) as cgroup:
             process = subprocess.Popen(
-                sandbox.sandboxed(python, hidden_folders()),
+                sandbox.sandboxed(python, hidden),
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
                 start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks, cgroup))
@@ -320,45 +324,6 @@ def _run_worker(cells, keys, lab, seed, limits):
     finally:
         os.close(read_fd)
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def hidden_folders():
-    """What student code must not see, on both paths: the answers, the course (gradebook, other
-    submissions), nbgrader's exchange (every student's submissions, wherever it is), the
-    submissions folder being graded, and the grader's own Jupyter and IPython folders
-    (:func:`personal_folders`)."""
-    from autograder.course import course_dir, exchange_dir
-    folders = [REPO / "solutions", course_dir(), exchange_dir(), *personal_folders()]
-    if os.environ.get("MINI_GRADE_SUBMISSIONS"):
-        folders.append(Path(os.environ["MINI_GRADE_SUBMISSIONS"]))
-    return list(dict.fromkeys(     # never the code the worker imports
-        folder.resolve() for folder in folders
-        if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())))
-
-
-def personal_folders():
-    """Where the grader's Jupyter finds its configuration, kernelspecs and runtime files (a
-    server's token, its kernels' connection files), and where IPython keeps its profiles (their
-    startup files run in every later IPython): every such folder but those holding the grader or
-    Python (read-only to student code anyway).  The user's own are made when missing, so that
-    they can be hidden: student code could create them otherwise, with a kernelspec or a startup
-    file in."""
-    from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
-                                    jupyter_path, jupyter_runtime_dir)
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir(),
-            os.environ.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"),
-            # and the user's own, which their other Jupyter servers use (nbgrader's API points
-            # this process's variables at the course folder instead)
-            os.path.expanduser("~/.jupyter"), os.path.join(data_home, "jupyter"),
-            os.path.expanduser("~/.ipython"))
-    for folder in mine:
-        os.makedirs(folder, exist_ok=True)
-    folders = dict.fromkeys(Path(folder).resolve()
-                            for folder in (*mine, *jupyter_path(), *jupyter_config_path()))
-    needed = sandbox.protected_folders()
-    return [folder for folder in folders if folder.is_dir()
-            and not any(kept.is_relative_to(folder) for kept in needed)]
 
 
 def _read_events(read_fd, process, seconds, step_seconds):

@@ -5,8 +5,8 @@ this machine allows (:func:`isolation`):
 
 * ``namespaces`` (Linux with unprivileged user namespaces): :func:`sandboxed` runs the command in
   new user, mount and network namespaces (``unshare``), with an empty tmpfs over each hidden folder
-  and the grader's code and Python read-only, so a submission cannot read answers or change what
-  grades the next one;
+  (:func:`hidden_folders`) and the grader's code and Python read-only, so a submission cannot read
+  answers or change what grades the next one;
 * ``landlock`` (no user namespaces, Linux 5.13+): no namespaces, but the Landlock confinement below;
 * ``none``: resource limits only.
 
@@ -94,7 +94,9 @@ class Limits:
     """What one submission's student code may use, on both paths (a pytest-path worker, an
     nbgrader-path kernel).  The defaults fit every lab's checks with room to spare."""
 
-    cell_seconds: float = 30.0       # one notebook cell
+    cell_seconds: float = 60.0       # one notebook cell, nbgrader's too (where $MINI_CELL_TIMEOUT
+    #                                  overrides it): lab 5's simulator cells need ~20 s on a
+    #                                  loaded 2-core machine
     check_seconds: float = 30.0      # one check (lab 5's simulator checks are the slowest)
     worker_seconds: float = 300.0    # one worker process, wall clock
     memory_bytes: int = 4 * 2**30    # address space
@@ -320,6 +322,45 @@ def _outermost(folders):
     folders = [Path(folder) for folder in folders]
     return [folder for folder in dict.fromkeys(folders)
             if not any(other != folder and folder.is_relative_to(other) for other in folders)]
+
+
+def hidden_folders(submissions=None):
+    """What student code must not see, on both paths: the answers, the course (gradebook, other
+    submissions), nbgrader's exchange (every student's submissions, wherever it is), the folder
+    of ``submissions`` being graded (``grade --submissions``, which may lie outside the course),
+    and the grader's own Jupyter and IPython folders (:func:`personal_folders`)."""
+    from autograder.course import course_dir, exchange_dir     # lazily: it imports the checks
+    folders = [REPO / "solutions", course_dir(), exchange_dir(), *personal_folders()]
+    if submissions:
+        folders.append(Path(submissions))
+    return list(dict.fromkeys(     # never the code the worker imports
+        folder.resolve() for folder in folders
+        if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())))
+
+
+def personal_folders():
+    """Where the grader's Jupyter finds its configuration, kernelspecs and runtime files (a
+    server's token, its kernels' connection files), and where IPython keeps its profiles (their
+    startup files run in every later IPython): every such folder but those holding the grader or
+    Python (read-only to student code anyway).  The user's own are made when missing, so that
+    they can be hidden: student code could create them otherwise, with a kernelspec or a startup
+    file in."""
+    from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
+                                    jupyter_path, jupyter_runtime_dir)
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir(),
+            os.environ.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"),
+            # and the user's own, which their other Jupyter servers use (nbgrader's API points
+            # this process's variables at the course folder instead)
+            os.path.expanduser("~/.jupyter"), os.path.join(data_home, "jupyter"),
+            os.path.expanduser("~/.ipython"))
+    for folder in mine:
+        os.makedirs(folder, exist_ok=True)
+    folders = dict.fromkeys(Path(folder).resolve()
+                            for folder in (*mine, *jupyter_path(), *jupyter_config_path()))
+    needed = protected_folders()
+    return [folder for folder in folders if folder.is_dir()
+            and not any(kept.is_relative_to(folder) for kept in needed)]
 
 
 STUDENT_VARIABLES = ("PATH", "LANG", "LC_ALL", "NUMBA_ENABLE_CUDASIM", "MINI_CUDA",
