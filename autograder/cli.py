@@ -257,7 +257,7 @@ def _export(args):
 
 def _demo(args):
     from autograder.demo import run
-    return run(keep=args.keep, labs=args.labs)
+    return run(main, keep=args.keep, labs=args.labs)
 
 
 def _gradescope(args):

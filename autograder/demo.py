@@ -16,9 +16,11 @@ from autograder import samples
 STUDENTS = {"full": "ada", "untouched": "ben", "bug": "cy", "loops": "dee", "no_test": "eve"}
 
 
-def run(keep=None, labs="all"):
+def run(cli, keep=None, labs="all"):
+    """The demo in ``keep`` (default: a new temporary folder), each step a command line given to
+    ``cli`` (``autograder.cli.main``, which hands the ``demo`` command here) as a user would type
+    it; returns 1 if a step failed."""
     from autograder import course
-    from autograder.cli import main as cli
 
     root = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="mini-demo-"))
     root.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 in the grader.
 
 A test cell is the lab's visible tests followed by a hidden section (``### BEGIN/END HIDDEN
-TESTS``) that calls ``autograder.checks.grade``.  Run by a student or a self-learner, ``grade``
+TESTS``) that calls :func:`grade`.  Run by a student or a self-learner, ``grade``
 draws the checks and verifies them in their own kernel, which is all they need.  When nbgrader
 grades a submission, though, the kernel runs the submission's code: an input transformer, a
 patched numpy or a patched ``verify``, a custom exception handler, anything decided there can be
@@ -21,7 +21,8 @@ import json
 
 from nbformat import v4
 
-from autograder.checks import case_for, checks_of, run_case, verify
+from autograder.checks import cases, new_seed, run_case, verify
+from autograder.guard import reference_disabled
 
 MIME = "application/vnd.mini.hidden-checks"
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -46,6 +47,19 @@ def hidden_call(source, lab, fill_in, seed, nonce):
             f"report({lab!r}, {fill_in!r}, globals(), seed={seed}, nonce={nonce!r})\n")
 
 
+def grade(lab, fill_in, namespace, seed=None):
+    """Run every check of one fill-in in this process (what a hidden test cell calls).
+
+    Prints the seed, so that a failure can be reproduced with ``AUTOGRADER_SEED``.
+    """
+    seed = new_seed() if seed is None else seed
+    print(f"hidden checks for {fill_in} (seed {seed})")
+    for case in cases(lab, fill_in, seed):
+        with reference_disabled(lab, namespace):
+            outcome = run_case(case, namespace)
+        verify(case, outcome)
+
+
 def report(lab, fill_in, namespace, seed, nonce):
     """Kernel side: run the student's side of each check of ``fill_in`` and show the outcomes.
 
@@ -53,10 +67,8 @@ def report(lab, fill_in, namespace, seed, nonce):
     grader as one display output of type :data:`MIME`, a JSON string that keeps NaN as NaN.
     """
     from IPython.display import display
-    from autograder.guard import reference_disabled
     outcomes = []
-    for number, check in enumerate(checks_of(lab)[fill_in]):
-        case = case_for(check, seed + number)
+    for case in cases(lab, fill_in, seed):
         with reference_disabled(lab, namespace):
             outcomes.append(run_case(case, namespace))
     display({MIME: json.dumps({"nonce": nonce, "fill_in": fill_in, "outcomes": outcomes})},
@@ -98,19 +110,19 @@ def _problem(reports, lab, fill_in, seed, nonce):
     if len(reports) > 1:
         return (f"the cell sent {len(reports)} reports of its checks where it runs them once: "
                 "something in the notebook printed its own")
-    checks = checks_of(lab)[fill_in]
+    drawn = cases(lab, fill_in, seed)
     try:
         data = json.loads(reports[0])
         fresh = data["nonce"] == nonce and data["fill_in"] == fill_in
         outcomes = data["outcomes"]
     except (TypeError, ValueError, KeyError):
         fresh, outcomes = False, None
-    if not fresh or not isinstance(outcomes, list) or len(outcomes) != len(checks) \
+    if not fresh or not isinstance(outcomes, list) or len(outcomes) != len(drawn) \
             or not all(isinstance(outcome, dict) for outcome in outcomes):
         return "the report of its checks is not the one this run of the cell made"
-    for number, (check, outcome) in enumerate(zip(checks, outcomes)):
+    for number, (case, outcome) in enumerate(zip(drawn, outcomes)):
         try:
-            verify(case_for(check, seed + number), outcome)
+            verify(case, outcome)
         except AssertionError as error:
             return str(error)
         except (TypeError, ValueError, KeyError, AttributeError) as error:    # not our JSON

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.checks import case_for, checks_of, verify
+from autograder.checks import cases, checks_of, verify
 from autograder import sandbox
 from autograder.hidden import visible_part
 from autograder.sandbox import REPO, Limits
@@ -238,11 +238,11 @@ def grade_submission(notebook_path, lab, student, seed, limits=None, submissions
         failures = []
         if fill_in in visible_failures:
             failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
-        for n, check in enumerate(checks[fill_in] if not failures else ()):
+        for n, case in enumerate(cases(lab, fill_in, seed) if not failures else ()):
             outcome = outcomes.get(f"{fill_in}/{n}",
                                    {"error": "NotGraded: the notebook could not be run"})
             try:
-                verify(case_for(check, seed + n), outcome)
+                verify(case, outcome)
             except AssertionError as error:
                 failures.append(str(error))
             except (TypeError, ValueError, KeyError, AttributeError) as error:  # not our JSON

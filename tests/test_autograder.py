@@ -73,7 +73,8 @@ def test_feedback_shows_results_but_no_hidden_test(course_folder):
     html = (course_folder / "course" / "feedback" / STUDENTS["bug"] / "lab3_autodiff"
             / "lab3_autodiff.html").read_text()
     assert "backward_pass" in html
-    for secret in ("BEGIN HIDDEN TESTS", "autograder.checks", "grade(&quot;lab3"):
+    for secret in ("BEGIN HIDDEN TESTS", "autograder.checks", "autograder.hidden",
+                   "grade(&quot;lab3"):
         assert secret not in html
 
 

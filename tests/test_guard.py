@@ -18,7 +18,8 @@ import pytest
 import mini
 import mini.gradcheck
 from autograder import guard, runner
-from autograder.checks import checks_of, grade, lab3
+from autograder.checks import checks_of, lab3
+from autograder.hidden import grade
 
 LAB = "lab3_autodiff"
 

@@ -52,7 +52,8 @@ def test_labs_are_exactly_what_nbgrader_generates(tmp_path, monkeypatch):
 @pytest.mark.parametrize("lab", LABS)
 def test_release_holds_no_solution_and_no_hidden_test(lab):
     text = _notebook("labs", lab).read_text()
-    for secret in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "autograder.checks"):
+    for secret in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "autograder.checks",
+                   "autograder.hidden"):
         assert secret not in text, f"labs/{lab} contains {secret!r}"
 
 

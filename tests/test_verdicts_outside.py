@@ -37,7 +37,7 @@ import mini
 mini.check_grads = lambda *args, **kwargs: None
 try:
     import autograder.checks, autograder.hidden
-    autograder.checks.verify = autograder.checks.grade = lambda *args, **kwargs: None
+    autograder.checks.verify = autograder.hidden.grade = lambda *args, **kwargs: None
     autograder.hidden.judge = lambda outputs, *args, **kwargs: outputs
 except ImportError:
     pass

@@ -11,8 +11,8 @@ A check is a function ``check(rng) -> Case``.  It draws random inputs from ``rng
 Because both sides draw the inputs from the same seed, the two halves can run in different
 processes: the grader sends the seed to the worker, the worker returns the JSON of ``call``'s result
 (:func:`to_plain`), and the grader compares it with ``expected()`` in its own process
-(:func:`verify`), which never imported student code.  In a notebook's hidden test cell both halves
-run in the kernel: ``lab3.grade("backward_pass", globals())``.
+(:func:`verify`), which never imported student code.  In a notebook's hidden test cell run by a
+student both halves run in the kernel (``autograder.hidden.grade``).
 
 Each lab module defines ``CHECKS = {fill_in_name: [check, ...]}``; the test cell of that fill-in
 has nbgrader id ``test_<fill_in_name>``.
@@ -103,6 +103,18 @@ def case_for(check, seed):
     return check(np.random.default_rng(seed))
 
 
+def case_of(lab, fill_in, number, seed):
+    """Check ``number`` of ``fill_in``'s case in a run with ``seed``: drawn with ``seed + number``,
+    the one rule that the student's own run, both grading paths and the grader's verdicts share
+    (so a case drawn in a worker or a kernel is the case the grader verifies)."""
+    return case_for(checks_of(lab)[fill_in][number], seed + number)
+
+
+def cases(lab, fill_in, seed):
+    """Every case of ``fill_in``'s checks in a run with ``seed``, in order (:func:`case_of`)."""
+    return [case_of(lab, fill_in, number, seed) for number in range(len(checks_of(lab)[fill_in]))]
+
+
 def run_case(case, namespace):
     """Worker side: the student's result as plain data, or the exception they raised."""
     try:
@@ -119,21 +131,6 @@ def verify(case, outcome):
     problem = _difference(from_plain(outcome["result"]), case.expected(), case.rtol, case.atol)
     if problem:
         raise AssertionError(f"{case.what}: {problem}" + (f"\nHint: {case.hint}" if case.hint else ""))
-
-
-def grade(lab, fill_in, namespace, seed=None):
-    """Run every check of one fill-in in this process (what a hidden test cell calls).
-
-    Prints the seed, so that a failure can be reproduced with ``AUTOGRADER_SEED``.
-    """
-    from autograder.guard import reference_disabled
-    seed = new_seed() if seed is None else seed
-    print(f"hidden checks for {fill_in} (seed {seed})")
-    for number, check in enumerate(checks_of(lab)[fill_in]):
-        case = case_for(check, seed + number)
-        with reference_disabled(lab, namespace):
-            outcome = run_case(case, namespace)
-        verify(case, outcome)
 
 
 def program_listing(input_lines, steps):
