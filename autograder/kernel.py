@@ -11,9 +11,10 @@ short list, so no variable of the instructor's reaches student code, not even th
 every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel
 confines itself to it: it may read its connection file and write only its folder (the autograded
 copy it starts in), its temporary home (beside its connection file) and the folder of its IPC
-sockets; the confinement holds across ``execve``.  A batch's worker starts most kernels faster,
-by forking them from :mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in
-each child.
+sockets.  That step, with hiding the graded lab's reference source and dropping the
+capabilities, is taken after ``execve``, in the kernel's own interpreter (:func:`seal`).  A
+batch's worker starts most kernels faster, by forking them from :mod:`autograder.forkserver`,
+which takes the same steps (:func:`enter`) in each child.
 
     python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
 """
@@ -46,25 +47,19 @@ def main():
 
 
 def seal(sealing):
-    """The kernel's last step before ipykernel, in its own interpreter (after ``execve``): import
-    the graded lab's reference modules, then hide their files (:func:`hide_references`), then,
-    with namespaces, drop every capability.  The lab is the name of the folder the kernel starts
-    in (``autograded/<student>/<lab>``)."""
+    """The kernel's last steps before ipykernel, in its own interpreter (after ``execve``): import
+    the graded lab's reference modules, then lay /dev/null over their files (with namespaces),
+    confine the process without them (Landlock), and drop every capability (with namespaces).
+    Mounting comes first, since Landlock forbids it.  The lab is the name of the folder the
+    kernel starts in (``autograded/<student>/<lab>``)."""
     sealing = json.loads(sealing)
     lab = os.path.basename(os.getcwd())
     files = guard.reference_files(lab) if lab in LABS else []
-    hide_references(files, sealing["confinement"], sealing["namespaces"])
+    if sealing["namespaces"]:
+        sandbox.cover(files)
+    confine(sandbox.without(sealing["confinement"], files))
     if sealing["namespaces"]:
         capabilities.drop_all()
-
-
-def hide_references(files, confinement, namespaces):
-    """Make ``files`` (:func:`autograder.guard.reference_files`, imported already) read as empty
-    with namespaces (/dev/null over each, before the capabilities go), or not at all under
-    Landlock (one more layer: ``confinement`` without them)."""
-    if namespaces:
-        sandbox.cover(files)
-    sandbox.confine(sandbox.without(confinement, files) if files else None)
 
 
 def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):
@@ -75,8 +70,8 @@ def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):
     (:meth:`autograder.sandbox.Limits.rlimits`), makes the kernel's home beside its connection
     file, confines the process (``confinement`` from :func:`autograder.sandbox.confinement`, or
     None), and points descriptors 1 and 2 at /dev/null.  Reads the grader's variables from
-    ``os.environ``.  With ``sealed`` false the capabilities stay, for :func:`seal` to drop after
-    ``execve``, once it has hidden the reference files.
+    ``os.environ``.  With ``sealed`` false it neither confines the process nor drops its
+    capabilities: :func:`seal` does both after ``execve``, once it has hidden the reference files.
     """
     tasks = user_tasks()            # the user's processes, counted before they are out of sight
     if namespaces:
@@ -94,7 +89,8 @@ def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):
             sockets = json.load(file)["ip"]      # IPC transport: the sockets' path prefix
         confinement["readable"].append(connection_file)
         confinement["writable"] += [os.getcwd(), home, os.path.dirname(sockets)]
-        confine(confinement)
+        if sealed:
+            confine(confinement)
     if namespaces and sealed:
         capabilities.drop_all()
     devnull = os.open(os.devnull, os.O_WRONLY)

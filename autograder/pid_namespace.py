@@ -33,9 +33,17 @@ _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 
 def enter():
     """Continue in a new PID namespace, as its process 2; in the stand-in and the init, never
-    return.  Raises OSError (nothing changed) where the namespace cannot be made."""
+    return.  Raises OSError (nothing changed) where the namespace cannot be made.
+
+    The forwarded signals stay blocked until each process knows where its signals go: one sent
+    to the stand-in before it has its handlers would end it (Python's SIGINT handler raises),
+    and one sent to the init before it has them would be dropped (process 1 ignores signals it
+    has no handler for).  Blocked, they wait.
+    """
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     if _libc.unshare(_CLONE_NEWPID) != 0:
         error = ctypes.get_errno()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise OSError(error, f"unshare(CLONE_NEWPID): {os.strerror(error)}")
     status_read, status_write = os.pipe()     # the init tells the stand-in how the student ended
     alive_read, alive_write = os.pipe()       # closed when the stand-in ends
@@ -43,6 +51,7 @@ def enter():
     if init:
         os.close(status_write)
         os.close(alive_read)
+        _forward_to(init, mask)
         _stand_in(init, status_read)
     os.close(status_read)
     os.close(alive_write)
@@ -50,14 +59,15 @@ def enter():
     _mount_proc()
     student = os.fork()
     if student:
+        _forward_to(student, mask)
         _init(student, status_write)
     os.close(status_write)
     os.close(alive_read)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)     # its handlers are the caller's
 
 
 def _stand_in(init, status_read):
     """Outside the namespace: pass signals to the init, then end as the student process did."""
-    _forward_to(init)
     os.waitpid(init, 0)
     report = os.read(status_read, 4)
     status = struct.unpack("i", report)[0] if len(report) == 4 else 1 << 8
@@ -70,9 +80,8 @@ def _stand_in(init, status_read):
 
 
 def _init(student, status_write):
-    """Process 1: pass signals to the student process, reap every child, and report the
+    """Process 1: reap every child (signals are passed to the student process), and report the
     student's wait status once it has ended; exiting then ends the namespace."""
-    _forward_to(student)
     while True:
         try:
             pid, status = os.wait()
@@ -83,7 +92,9 @@ def _init(student, status_write):
             os._exit(0)
 
 
-def _forward_to(pid):
+def _forward_to(pid, mask):
+    """Pass every signal of :data:`FORWARDED` on to ``pid``, from now on, then restore the
+    signal ``mask`` (what arrived while they were blocked is passed on then)."""
     def forward(number, frame):
         try:
             os.kill(pid, number)
@@ -91,6 +102,7 @@ def _forward_to(pid):
             pass
     for number in FORWARDED:
         signal.signal(number, forward)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _die_with_parent(alive_read):
