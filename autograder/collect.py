@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 from autograder import course
-from autograder.checks import LABS
+from autograder.checks import LABS, short_name
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
@@ -89,6 +89,6 @@ def _lab_in(stem):
         if name in stem:
             return name
     for name in LABS:
-        if re.search(rf"(^|[_\-\s]){name.split('_')[0]}($|[_\-\s])", stem):
+        if re.search(rf"(^|[_\-\s]){short_name(name)}($|[_\-\s])", stem):
             return name
     return None

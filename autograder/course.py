@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from autograder import REPO
-from autograder.checks import LABS
+from autograder.checks import LABS, lab_name
 
 CONFIG_FILE = REPO / "autograder" / "nbgrader_config.py"
 
@@ -94,13 +94,10 @@ def expand(labs):
     """``"all"`` to every lab, ``"lab3"`` to ``["lab3_autodiff"]``, ``"lab1,lab3"`` to both."""
     if labs == "all":
         return list(LABS)
-    names = []
-    for lab in labs.split(","):
-        match = [name for name in LABS if lab.strip() in (name, name.split("_")[0])]
-        if not match:
-            raise ValueError(f"unknown lab {lab!r}; the labs are {', '.join(LABS)} (or 'all')")
-        names += match
-    return names
+    try:
+        return [lab_name(lab.strip()) for lab in labs.split(",")]
+    except ValueError as error:
+        raise ValueError(f"{error} (or 'all')") from None
 
 
 def release(lab="all"):

@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 
 from autograder import runner, sandbox
-from autograder.checks import LABS, new_seed
+from autograder.checks import LABS, new_seed, short_name
 
 REPO = runner.REPO
 # What only the nbgrader path and Jupyter itself need: Gradescope grades without them.
@@ -84,7 +84,7 @@ def _check_release(lab, released):
 
 def _package_files(lab):
     """mini and this package: every module, mini's data, and of the checks only this lab's."""
-    other_checks = {f"{name.split('_')[0]}.py" for name in LABS if name != lab}
+    other_checks = {f"{short_name(name)}.py" for name in LABS if name != lab}
     for package in ("mini", "autograder"):
         for path in sorted((REPO / package).rglob("*")):
             parts = path.relative_to(REPO).parts

@@ -21,7 +21,7 @@ import sys
 import types
 from pathlib import Path
 
-from autograder.checks import checks_of
+from autograder.checks import lab_module
 
 
 class ReferenceDisabled(RuntimeError):
@@ -90,8 +90,7 @@ def _replacements(lab, places):
 def _references(lab):
     """``[(dotted name, owner module, what the name holds now)]`` for each name in ``lab``'s
     ``REFERENCE``; the checks (and so their references) are imported first."""
-    checks_of(lab)
-    module = importlib.import_module(f"autograder.checks.{lab.split('_')[0]}")
+    module = lab_module(lab)
     references = []
     for dotted in getattr(module, "REFERENCE", ()):
         owner_name, name = dotted.rsplit(".", 1)

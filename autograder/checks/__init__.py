@@ -81,16 +81,28 @@ class Student:
 _MISSING = object()
 
 
+def lab_name(lab):
+    """A lab's full name from its full or short name (``"lab3"`` is ``"lab3_autodiff"``): the one
+    place lab names are read, for the command line, the checks and the reference stubs."""
+    for name in LABS:
+        if lab in (name, short_name(name)):
+            return name
+    raise ValueError(f"unknown lab {lab!r}; the labs are {', '.join(LABS)}")
+
+
+def short_name(lab):
+    """``"lab3_autodiff"`` -> ``"lab3"``: the name of the lab's checks module here."""
+    return lab.split("_")[0]
+
+
+def lab_module(lab):
+    """The checks module of a lab (its ``CHECKS``, and the ``REFERENCE`` the guard switches off)."""
+    return importlib.import_module(f"autograder.checks.{short_name(lab_name(lab))}")
+
+
 def checks_of(lab):
     """``{fill_in_name: [check, ...]}`` for a lab (``"lab3_autodiff"`` or ``"lab3"``)."""
-    return importlib.import_module(f"autograder.checks.{_module_name(lab)}").CHECKS
-
-
-def _module_name(lab):
-    for name in LABS:
-        if lab in (name, name.split("_")[0]):
-            return name.split("_")[0]
-    raise ValueError(f"unknown lab {lab!r}; the labs are {', '.join(LABS)}")
+    return lab_module(lab).CHECKS
 
 
 def new_seed():
