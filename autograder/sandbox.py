@@ -234,6 +234,7 @@ def _new_cgroup(tasks):
         if not (mount / "cgroup.procs").is_file() or (mount / "cgroup.controllers").is_file() \
                 and "pids" not in (mount / "cgroup.controllers").read_text().split():
             continue
+        _sweep(mount)
         folder = mount / f"mini-grading-{os.getpid()}-{next(_cgroups)}"
         try:
             folder.mkdir()
@@ -245,6 +246,15 @@ def _new_cgroup(tasks):
 
 
 _cgroups = itertools.count()
+
+
+def _sweep(mount):
+    """Empty and remove the grading cgroups whose maker has gone: a grader killed half-way
+    (``kill -9``) could not, and what its student code left running is stopped here."""
+    for folder in mount.glob("mini-grading-*-*"):
+        maker = folder.name.split("-")[2]
+        if maker.isdigit() and not Path(f"/proc/{maker}").exists():
+            empty_cgroup(folder)
 
 
 def nested_cgroup(parent, name, tasks):

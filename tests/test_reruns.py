@@ -97,6 +97,8 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number)
     again = _autograder(env, "autograde", LAB, "--workers", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"graded {len(students) - len(finished)} submission(s)" in again.stdout
+    # a batch killed before it could remove its cgroup (as root): the next batch removed it
+    assert not list(Path("/sys/fs/cgroup/pids").glob(f"mini-grading-{batch.pid}-*"))
     markers = _markers(course)
     assert set(markers) == set(students)
     assert {student: markers[student] for student in finished} == finished
