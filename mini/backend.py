@@ -10,7 +10,6 @@ mini onto other kernels without touching a line of the model or of a derivative 
 """
 import contextlib
 import importlib
-
 import operator
 
 import numpy as np

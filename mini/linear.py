@@ -14,8 +14,8 @@ import numpy as np
 
 from mini import backend
 from mini.table import (
-    broadcast_to_like, defjvp, defjvp_every_argument, defvjp, defvjp_every_argument, defvjp_zero, no_tangent, primitive,
-    shape_only, sum_to_like, sum_to_shape, zeros_like,
+    broadcast_to_like, defjvp, defjvp_every_argument, defvjp, defvjp_every_argument, defvjp_zero,
+    no_tangent, primitive, shape_only, sum_to_like, sum_to_shape, zeros_like,
 )
 
 
@@ -277,14 +277,11 @@ def affine(x, W, b):
     (..., n).
 
     ``matmul`` then ``add`` compute the same, as two nodes; one node saves, per layer and per
-    step, a trace record and the reverse pass's check of which shapes were broadcast.  Its VJPs
-    are those of the two parts: ``matmul``'s adjoints for ``x`` and ``W``, and for ``b`` the
-    output's gradient summed over the rows.
+    step, a trace record and the reverse pass's check of which shapes were broadcast.  The
+    product is ``matmul``'s own, and so are the VJPs for ``x`` and ``W`` (its adjoints); for ``b``
+    the output's gradient is summed over the rows.
     """
-    if np.ndim(x) > 2 and np.ndim(W) == 2:          # every token of a batch: one 2-D product
-        rows = backend.ops.add(backend.ops.matmul(np.reshape(x, (-1, np.shape(x)[-1])), W), b)
-        return np.reshape(rows, np.shape(x)[:-1] + np.shape(W)[1:])
-    return backend.ops.add(backend.ops.matmul(x, W), b)
+    return backend.ops.add(matmul.fun(x, W), b)
 
 
 def _as_matrices(g, a, b):

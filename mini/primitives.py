@@ -21,9 +21,10 @@ import numpy as np
 
 from mini import backend
 from mini.linear import (  # noqa: F401 (mini's primitives, all importable from here)
-    affine, axis_size, broadcast_like, concatenate, concatenate_args, concatenate_part, dot, dot_adjoint_a,
-    dot_adjoint_b, getitem, matmul, matmul_adjoint_a, matmul_adjoint_b, mean, reshape,
-    reshape_like, scatter_add, stack, stack_args, sum, take, transpose, untake, untranspose,
+    affine, axis_size, broadcast_like, concatenate, concatenate_args, concatenate_part, dot,
+    dot_adjoint_a, dot_adjoint_b, getitem, matmul, matmul_adjoint_a, matmul_adjoint_b, mean,
+    reshape, reshape_like, scatter_add, stack, stack_args, sum, take, transpose, untake,
+    untranspose,
 )
 from mini.table import (  # noqa: F401
     Primitive, Traced, broadcast_to_like, defjvp, defjvp_every_argument, defvjp,
