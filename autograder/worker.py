@@ -77,8 +77,10 @@ def main():
     # import the autograder at all.
     from autograder import guard, sandbox
     from autograder.checks import cases, run_case
-    drawn = {fill_in: cases(request["lab"], fill_in, request["seed"])
-             for fill_in in {key.rsplit("/", 1)[0] for key in request["checks"]}}
+    keys = {}
+    for key in request["checks"]:
+        keys.setdefault(key.rsplit("/", 1)[0], []).append(key)
+    drawn = {fill_in: cases(request["lab"], fill_in, request["seed"]) for fill_in in keys}
     sources = guard.reference_files(request["lab"])   # no private copy of the reference
     reference_back = _disable_reference(guard, request["lab"])
     guard.hide_autograder()
@@ -89,9 +91,6 @@ def main():
         capabilities.drop_all()               # root of the sandbox's user namespace no more
 
     namespace = {"__name__": "__main__"}
-    keys = {}
-    for key in request["checks"]:
-        keys.setdefault(key.rsplit("/", 1)[0], []).append(key)
     out_of_time = set()                       # fill-ins whose code already hit the time limit
 
     def run_checks(fill_in):

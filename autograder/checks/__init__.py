@@ -115,16 +115,11 @@ def case_for(check, seed):
     return check(np.random.default_rng(seed))
 
 
-def case_of(lab, fill_in, number, seed):
-    """Check ``number`` of ``fill_in``'s case in a run with ``seed``: drawn with ``seed + number``,
-    the one rule that the student's own run, both grading paths and the grader's verdicts share
-    (so a case drawn in a worker or a kernel is the case the grader verifies)."""
-    return case_for(checks_of(lab)[fill_in][number], seed + number)
-
-
 def cases(lab, fill_in, seed):
-    """Every case of ``fill_in``'s checks in a run with ``seed``, in order (:func:`case_of`)."""
-    return [case_of(lab, fill_in, number, seed) for number in range(len(checks_of(lab)[fill_in]))]
+    """Every case of ``fill_in``'s checks in a run with ``seed``, in order: check ``n`` draws with
+    ``seed + n``, the one rule that the student's own run, both grading paths and the grader's
+    verdicts share (so a case drawn in a worker or a kernel is the case the grader verifies)."""
+    return [case_for(check, seed + n) for n, check in enumerate(checks_of(lab)[fill_in])]
 
 
 def run_case(case, namespace):
