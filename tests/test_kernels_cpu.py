@@ -1,4 +1,5 @@
 """The Numba CPU kernels (mini.kernels.cpu) equal numpy on awkward shapes, float32 and float64."""
+import math
 import subprocess
 import sys
 
@@ -75,8 +76,8 @@ def test_mini_exp_equals_numpy_on_awkward_sizes(size, dtype):
     x = (_random(size, dtype, 9) * 30).astype(dtype)
     out = cpu.map(cpu.exp, x)
     assert out.dtype == dtype
-    if dtype is np.float64:
-        np.testing.assert_array_equal(out, np.exp(x))   # the C library's exp, as numpy
+    if dtype is np.float64:   # the C library's exp (numpy's own is SIMD code on AVX-512 CPUs)
+        np.testing.assert_array_equal(out, np.array([math.exp(v) for v in x]))
     else:
         assert _ulps_apart(out, _exp_float32_exact(x)).max() <= 1
     strided = _random((33, 65), dtype, 10).T            # not contiguous
@@ -215,6 +216,23 @@ def test_matmul_carries_nan_and_inf_as_numpy(dtype):
 def test_matmul_on_any_shape(m, k, n):
     a, b = _random((m, k), np.float64, m), _random((k, n), np.float64, n)
     np.testing.assert_allclose(cpu.matmul(a, b), a @ b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_matmul_on_every_edge_of_the_register_tile(transposed, dtype):
+    """m, n around the register tile's 6 rows and 2-vector width (16 or 32 columns of float32,
+    8 or 16 of float64), from 1 to 70; k from 0 to 70; operands made by transposing (not
+    contiguous) or not."""
+    for m in (1, 2, 5, 6, 7, 12, 13, 70):
+        for n in (1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 70):
+            for k in (0, 1, 3, 70):
+                a, b = _random((m, k), dtype, m), _random((k, n), dtype, n)
+                if transposed:
+                    a, b = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
+                out = cpu.matmul(a, b)
+                assert out.shape == (m, n) and out.dtype == dtype and out.flags.c_contiguous
+                _assert_matmul_close(out, a, b)
 
 
 def test_matmul_errors_name_the_shapes():

@@ -4,8 +4,8 @@ The pieces (lab 5 builds them in this order):
 
 * ``mini.kernels.cpu``: ``@njit`` kernels split over the cores with ``prange``: ``map`` (a function
   of one element), ``zip`` (a function of two, with numpy broadcasting), ``reduce`` (sum or max
-  along an axis, in blocks then across blocks) and ``matmul`` (blocked for the caches, with a 4 x 3
-  register tile);
+  along an axis, in blocks then across blocks) and ``matmul`` (blocked for the caches, with B
+  packed into panels and a register tile of 6 rows by 2 SIMD vectors);
 * ``mini.kernels.cuda``: the same four as CUDA kernels: map and zip with one thread per element
   and a grid-stride loop, reduce with a shared-memory tree and one result per block, and matmul
   twice, naive (one thread per output) and tiled (shared-memory tiles, coalesced loads);

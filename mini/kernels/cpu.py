@@ -7,8 +7,9 @@ Each kernel is a plain loop that ``@njit`` compiles to machine code, split over 
   SIMD instructions (8 float32 per AVX2 instruction) and the hardware prefetcher can stream it;
 * **blocking (tiling)**: work is cut into pieces whose data fits in cache, so that it is read from
   RAM once and reused from cache many times;
-* **register tiles**: the matmul computes a 4 x 3 block of C at once, so every value loaded from
-  memory is used 3 or 4 times.
+* **register tiles**: the matmul computes a block of C of 6 rows by 2 SIMD vectors at once (6 x 32
+  float32 with AVX-512) in 12 vector registers, so every value loaded from memory is used 2 or 6
+  times.
 
 ``map_kernel(fn)``, ``zip_kernel(fn)`` (and ``zip_broadcast_kernel``) and ``reduce_kernel(fn)`` are
 higher-order, as in the lecture: they take a scalar function and return a compiled kernel.  ``fn``
@@ -26,20 +27,24 @@ The host functions ``map``, ``zip``, ``reduce`` and ``matmul`` take and return n
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
-from numba.extending import intrinsic, overload
+from numba.core.registry import cpu_target
+from numba.extending import intrinsic, models, overload, register_model
 
 from mini.kernels.shapes import check_matmul, reduction_rows
 
-# reduce and matmul let LLVM reorder sums (to split them over SIMD lanes) and matmul fuses a*b+c
-# into one FMA; unlike fastmath=True this keeps inf and nan behaving as in numpy.  map and zip do
-# without: one rounding per operation, as numpy does, so their results equal numpy's exactly.
+# reduce lets LLVM reorder sums (to split them over SIMD lanes); unlike fastmath=True this keeps
+# inf and nan behaving as in numpy.  map and zip do without: one rounding per operation, as numpy
+# does, so their results equal numpy's exactly.
 REORDER_SUMS = {"reassoc"}
-FASTMATH = {"reassoc", "contract"}
 BLOCK = 4096         # elements per task in reduce and broadcasting zip: enough to hide its cost
-ROWS_PER_TASK = 64   # matmul: rows of C per parallel task ...
-COLS_PER_TASK = 96   # ... and columns: the task's K_CHUNK x 96 block of B^T (384 KB) stays in L2
-K_CHUNK = 1024       # matmul: 4 rows of A and 3 of B^T, K_CHUNK long (28 KB of float32), fit L1
-PACK = 16            # matmul: side of the square blocks in which B is transposed
+
+# matmul's SIMD vectors are one register of the CPU that Numba compiles for: 64 bytes (16 float32)
+# with AVX-512, else 32 (AVX2; on older CPUs LLVM splits each vector into two or four registers).
+VECTOR_BYTES = 64 if "+avx512f" in cpu_target.target_context.codegen().magic_tuple()[2] else 32
+TILE_ROWS = 6          # matmul's register tile: 6 rows of C by 2 vectors (6 x 32 float32)
+K_CHUNK = 512          # k's per packed block of B; a task's K_CHUNK x COLS_PER_TASK block of B
+COLS_PER_TASK = 128    # (256 KB of float32, 512 KB of float64) stays in L2 while the tiles of
+ROWS_PER_TASK = 258    # 43 x 6 rows of A use it: a task makes a 258 x 128 block of C
 
 # The scalar functions the backend needs: numpy ufuncs work on scalars inside @njit code; exp is
 # mini's own (below), since numpy's is a call into the C library that no loop can vectorise.
@@ -103,13 +108,14 @@ def _exp_for(x):
 def _exp_implementation(x):
     if x == types.float32:
         return _exp_float32
-    return lambda x: np.exp(x)    # float64: the C library's exp, the one numpy calls
+    return lambda x: np.exp(x)    # float64: the C library's exp
 
 
 @njit
 def exp(x):
     """e^x: for float32 mini's vectorisable exp (within 1 ulp; numpy's is within 3), for float64
-    the C library's, as numpy."""
+    the C library's (numpy's too, except on CPUs with AVX-512, where numpy has SIMD code of its
+    own, within 1 ulp of it)."""
     return _exp_for(x)
 
 
@@ -297,88 +303,215 @@ def reduce(fn, x, axis=None, start=0.0):
 
 
 # ---------------------------------------------------------------------------------------------
-# matmul: C = A B, blocked for the caches, with a 4 x 3 register tile
+# matmul: C = A B, blocked for the caches, with a register tile of 6 rows by 2 SIMD vectors
 # ---------------------------------------------------------------------------------------------
+#
+# The design of GotoBLAS and BLIS, in three levels:
+#
+# * a parallel task owns a ROWS_PER_TASK x COLS_PER_TASK block of C and walks k in chunks of
+#   K_CHUNK values;
+# * for each chunk it packs (copies) its K_CHUNK x COLS_PER_TASK block of B into panels as wide as
+#   the register tile, each panel's rows one after the other, so that the tile reads a panel
+#   straight through; the packed block (256 KB of float32) stays in L2 while every 6 rows of the
+#   task's A meet its panels in turn;
+# * the register tile, 6 rows by 2 SIMD vectors of C, stays in 12 registers for a whole chunk.
+#
+# The tile's SIMD instructions are written out with four small intrinsics: LLVM vectorises a
+# loop along its own index only, and the tile's 12 sums are 12 separate chains of multiply-adds,
+# which only LLVM's SLP vectorizer (which Numba leaves off) would merge into vector instructions.
 
-@njit(fastmath=FASTMATH, cache=True)
-def _register_tile(a0, a1, a2, a3, b0, b1, b2, c, i, j):
-    """c[i:i+4, j:j+3] += the 12 dot products of rows a0..a3 of A with rows b0..b2 of B^T.
+class _Vector(types.Type):
+    """The Numba type of one SIMD register's worth of floats: VECTOR_BYTES of ``dtype``."""
 
-    The loop runs over contiguous memory, so LLVM vectorizes it along k: each of the 12 sums is
-    a vector register of partial sums, and per step it loads 7 vectors and does 12 vector
-    multiply-adds.  12 sums + 3 rows of B^T fit AVX2's 16 vector registers; a 4 x 4 tile (16
-    sums + 4) does not, and the sums that do not fit go to memory and back every step.
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.lanes = VECTOR_BYTES * 8 // dtype.bitwidth
+        super().__init__(name=f"_Vector({dtype} x {self.lanes})")
+
+
+@register_model(_Vector)
+class _VectorModel(models.PrimitiveModel):
+    """A _Vector is an LLVM vector (``<16 x float>``, ...), which LLVM keeps in a register."""
+
+    def __init__(self, dmm, fe_type):
+        lane = dmm.lookup(fe_type.dtype).get_value_type()
+        super().__init__(dmm, fe_type, ir.VectorType(lane, fe_type.lanes))
+
+
+def _address(context, builder, array_type, array, index, vector):
+    """LLVM pointer to ``array[index]`` of the 1-D contiguous ``array``, typed as a vector's."""
+    data = context.make_array(array_type)(context, builder, array).data
+    return builder.bitcast(builder.gep(data, [index]), context.get_value_type(vector).as_pointer())
+
+
+@intrinsic
+def _load(typingctx, array, index):
+    """``array[index:index + lanes]`` as one vector: a single SIMD load (no bounds check)."""
+    if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
+            and isinstance(index, types.Integer)):
+        return None
+    vector = _Vector(array.dtype)
+
+    def codegen(context, builder, sig, args):
+        address = _address(context, builder, sig.args[0], args[0], args[1], vector)
+        return builder.load(address, align=array.dtype.bitwidth // 8)
+    return vector(array, types.intp), codegen
+
+
+@intrinsic
+def _store(typingctx, array, index, value):
+    """``array[index:index + lanes] = value``: a single SIMD store (no bounds check)."""
+    if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
+            and isinstance(index, types.Integer) and value == _Vector(array.dtype)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        address = _address(context, builder, sig.args[0], args[0], args[1], value)
+        builder.store(args[2], address, align=array.dtype.bitwidth // 8)
+    return types.none(array, types.intp, value), codegen
+
+
+@intrinsic
+def _broadcast(typingctx, x):
+    """The vector with ``x`` in every lane (x86: one broadcast instruction, from memory)."""
+    if x not in (types.float32, types.float64):
+        return None
+    vector = _Vector(x)
+
+    def codegen(context, builder, sig, args):
+        lanes = ir.Constant(context.get_value_type(vector), ir.Undefined)
+        first = builder.insert_element(lanes, args[0], ir.Constant(ir.IntType(32), 0))
+        everywhere = ir.Constant(ir.VectorType(ir.IntType(32), vector.lanes), [0] * vector.lanes)
+        return builder.shuffle_vector(first, lanes, everywhere)
+    return vector(x), codegen
+
+
+@intrinsic
+def _fma(typingctx, x, y, z):
+    """``x * y + z`` lane by lane, as one FMA instruction where the CPU has one (LLVM's
+    ``llvm.fmuladd``; on a CPU without FMA, a multiply and an add)."""
+    if not (isinstance(x, _Vector) and y == x and z == x):
+        return None
+
+    def codegen(context, builder, sig, args):
+        name = f"llvm.fmuladd.v{x.lanes}f{x.dtype.bitwidth}"
+        vector = args[0].type
+        fn = builder.module.globals.get(name) or ir.Function(
+            builder.module, ir.FunctionType(vector, [vector] * 3), name)
+        return builder.call(fn, args)
+    return x(x, y, z), codegen
+
+
+@njit(cache=True)
+def _register_tile(a, i, k0, k1, panel, c, ci, j):
+    """``c[ci:ci+6, j:j+2V] = c's values (0 if k0 is 0) + a[i:i+6, k0:k1] @ panel``.
+
+    V is the lanes per vector (16 float32 or 8 float64 with AVX-512) and ``panel`` the packed
+    ``B[k0:k1, j:j+2V]``: for each k its 2V values side by side.  Per k the loop loads them as 2
+    vectors, broadcasts each of the 6 values ``a[i+r, k]`` to a vector and does 12 vector FMAs
+    (an outer product) into the 12 accumulators.  12 + 2 + 1 = 15 registers: it fits AVX2's 16
+    (and AVX-512's 32), and each k takes 8 loads for 12 FMAs, so loads do not hold the FMAs up.
+    Rows of ``a`` past its end repeat its last row; ``_edge_tile`` drops their results.
     """
-    s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = a0.dtype.type(0)
-    for k in range(a0.size):
-        x0, x1, x2, x3 = a0[k], a1[k], a2[k], a3[k]
-        y0, y1, y2 = b0[k], b1[k], b2[k]
-        s00 += x0 * y0; s01 += x0 * y1; s02 += x0 * y2  # noqa: E702
-        s10 += x1 * y0; s11 += x1 * y1; s12 += x1 * y2  # noqa: E702
-        s20 += x2 * y0; s21 += x2 * y1; s22 += x2 * y2  # noqa: E702
-        s30 += x3 * y0; s31 += x3 * y1; s32 += x3 * y2  # noqa: E702
-    c0, c1, c2, c3 = c[i], c[i + 1], c[i + 2], c[i + 3]
-    c0[j] += s00; c0[j + 1] += s01; c0[j + 2] += s02  # noqa: E702
-    c1[j] += s10; c1[j + 1] += s11; c1[j + 2] += s12  # noqa: E702
-    c2[j] += s20; c2[j + 1] += s21; c2[j + 2] += s22  # noqa: E702
-    c3[j] += s30; c3[j + 1] += s31; c3[j + 2] += s32  # noqa: E702
+    lanes = VECTOR_BYTES // a.itemsize
+    last = a.shape[0] - 1
+    a0, a1, a2 = a[i], a[min(i + 1, last)], a[min(i + 2, last)]
+    a3, a4, a5 = a[min(i + 3, last)], a[min(i + 4, last)], a[min(i + 5, last)]
+    c0, c1, c2, c3, c4, c5 = c[ci], c[ci + 1], c[ci + 2], c[ci + 3], c[ci + 4], c[ci + 5]
+    if k0 == 0:   # C starts uninitialised (np.empty): the first chunk of k sets it
+        s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = s40 = s41 = s50 = s51 = _broadcast(
+            a.dtype.type(0))
+    else:
+        s00, s01 = _load(c0, j), _load(c0, j + lanes)
+        s10, s11 = _load(c1, j), _load(c1, j + lanes)
+        s20, s21 = _load(c2, j), _load(c2, j + lanes)
+        s30, s31 = _load(c3, j), _load(c3, j + lanes)
+        s40, s41 = _load(c4, j), _load(c4, j + lanes)
+        s50, s51 = _load(c5, j), _load(c5, j + lanes)
+    p = 0
+    for k in range(k0, k1):
+        b0, b1 = _load(panel, p), _load(panel, p + lanes)
+        p += 2 * lanes
+        x = _broadcast(a0[k]); s00 = _fma(x, b0, s00); s01 = _fma(x, b1, s01)  # noqa: E702
+        x = _broadcast(a1[k]); s10 = _fma(x, b0, s10); s11 = _fma(x, b1, s11)  # noqa: E702
+        x = _broadcast(a2[k]); s20 = _fma(x, b0, s20); s21 = _fma(x, b1, s21)  # noqa: E702
+        x = _broadcast(a3[k]); s30 = _fma(x, b0, s30); s31 = _fma(x, b1, s31)  # noqa: E702
+        x = _broadcast(a4[k]); s40 = _fma(x, b0, s40); s41 = _fma(x, b1, s41)  # noqa: E702
+        x = _broadcast(a5[k]); s50 = _fma(x, b0, s50); s51 = _fma(x, b1, s51)  # noqa: E702
+    _store(c0, j, s00); _store(c0, j + lanes, s01)  # noqa: E702
+    _store(c1, j, s10); _store(c1, j + lanes, s11)  # noqa: E702
+    _store(c2, j, s20); _store(c2, j + lanes, s21)  # noqa: E702
+    _store(c3, j, s30); _store(c3, j + lanes, s31)  # noqa: E702
+    _store(c4, j, s40); _store(c4, j + lanes, s41)  # noqa: E702
+    _store(c5, j, s50); _store(c5, j + lanes, s51)  # noqa: E702
 
 
-@njit(fastmath=FASTMATH, cache=True)
-def _dot(x, y):
-    """sum_k x[k] y[k]: C's last columns when n is not a multiple of the tile's 3."""
-    total = x.dtype.type(0)
-    for k in range(x.size):
-        total += x[k] * y[k]
-    return total
+@njit(cache=True)
+def _edge_tile(a, i, k0, k1, panel, c, j, scratch):
+    """The register tile where C ends inside it (its last rows or columns): computed into the
+    6 x 2V ``scratch``, of which the part inside C is copied in and out."""
+    rows, cols = min(TILE_ROWS, c.shape[0] - i), min(scratch.shape[1], c.shape[1] - j)
+    for r in range(rows if k0 > 0 else 0):
+        for col in range(cols):
+            scratch[r, col] = c[i + r, j + col]
+    origin = np.int64(0)   # typed, not a literal 0, for which Numba would compile the tile again
+    _register_tile(a, i, k0, k1, panel, scratch, origin, origin)
+    for r in range(rows):
+        for col in range(cols):
+            c[i + r, j + col] = scratch[r, col]
+
+
+@njit(cache=True)
+def _pack(b, k0, k1, j0, j1, packed):
+    """Copy ``B[k0:k1, j0:j1]`` into ``packed`` as panels 2V columns wide, one after the other:
+    panel q holds, for each k in turn, ``B[k, j0 + 2Vq : j0 + 2V(q+1)]``, zeros past j1.  Rows of
+    B are read in order, whole vectors at a time."""
+    lanes = VECTOR_BYTES // b.itemsize
+    width, depth = 2 * lanes, k1 - k0
+    whole = (j1 - j0) // width                 # panels that lie inside B
+    for k in range(depth):
+        row = b[k0 + k]
+        for q in range(whole):
+            for v in range(0, width, lanes):
+                _store(packed, (q * depth + k) * width + v, _load(row, j0 + q * width + v))
+    first = j0 + whole * width
+    if first < j1:                             # the last columns of B: one panel padded with 0
+        panel = packed[whole * depth * width:(whole + 1) * depth * width]
+        for k in range(depth):
+            for col in range(width):
+                panel[k * width + col] = b[k0 + k, first + col] if first + col < j1 else 0
 
 
 @njit(parallel=True, cache=True)
-def _pack_transposed(b):
-    """B^T as a C-contiguous (n, k) array, copied in PACK x PACK blocks so that both the reads
-    and the writes stay within a few cache lines."""
-    k, n = b.shape
-    bt = np.empty((n, k), b.dtype)
-    k_blocks = (k + PACK - 1) // PACK
-    for task in prange((n + PACK - 1) // PACK * k_blocks):
-        j0, k0 = task // k_blocks * PACK, task % k_blocks * PACK
-        src = b[k0:k0 + PACK, j0:j0 + PACK]
-        dst = bt[j0:j0 + PACK, k0:k0 + PACK]
-        for j in range(src.shape[1]):
-            for kk in range(src.shape[0]):
-                dst[j, kk] = src[kk, j]
-    return bt
+def matmul_kernel(a, b):
+    """C = A B for C-contiguous A (m, k) and B (k, n), k > 0, in tasks as described above.
 
-
-@njit(parallel=True, cache=True)
-def matmul_kernel(a, bt):
-    """C = A B from A (m, k) and B^T (n, k), m a multiple of 4.
-
-    Each parallel task owns a ROWS_PER_TASK x COLS_PER_TASK block of C and walks k in chunks of
-    K_CHUNK; within a chunk, 4 rows of A (in L1) meet every 3 rows of B^T of the block (in L2).
-    The last n % 3 columns of C are plain dot products.
+    Within a chunk, the 6 rows of A of one tile (12 KB of float32) are read from L2 once for each
+    of the task's COLS_PER_TASK / 2V panels, each panel (64 KB) once for each 6 rows of the task,
+    and each tile of C once: 150 bytes per 12 FMAs, which L2 delivers in time.
     """
     m, k = a.shape
-    n = bt.shape[0]
-    whole = n - n % 3
-    c = np.zeros((m, n), a.dtype)
+    n = b.shape[1]
+    width = 2 * VECTOR_BYTES // a.itemsize       # columns of a panel, and of the register tile
+    c = np.empty((m, n), a.dtype)               # the first chunk of k sets every element
     col_tasks = (n + COLS_PER_TASK - 1) // COLS_PER_TASK
     for task in prange((m + ROWS_PER_TASK - 1) // ROWS_PER_TASK * col_tasks):
         i0, j0 = task // col_tasks * ROWS_PER_TASK, task % col_tasks * COLS_PER_TASK
-        j1 = min(j0 + COLS_PER_TASK, n)
+        i1, j1 = min(i0 + ROWS_PER_TASK, m), min(j0 + COLS_PER_TASK, n)
+        packed = np.empty(K_CHUNK * COLS_PER_TASK, a.dtype)
+        scratch = np.empty((TILE_ROWS, width), a.dtype)
         for k0 in range(0, k, K_CHUNK):
             k1 = min(k0 + K_CHUNK, k)
-            for i in range(i0, min(i0 + ROWS_PER_TASK, m), 4):
-                a0, a1, a2, a3 = a[i, k0:k1], a[i + 1, k0:k1], a[i + 2, k0:k1], a[i + 3, k0:k1]
-                for j in range(j0, min(j1, whole), 3):
-                    _register_tile(a0, a1, a2, a3, bt[j, k0:k1], bt[j + 1, k0:k1],
-                                   bt[j + 2, k0:k1], c, i, j)
-                for j in range(max(j0, whole), j1):
-                    b_j = bt[j, k0:k1]
-                    c[i, j] += _dot(a0, b_j)
-                    c[i + 1, j] += _dot(a1, b_j)
-                    c[i + 2, j] += _dot(a2, b_j)
-                    c[i + 3, j] += _dot(a3, b_j)
+            _pack(b, k0, k1, j0, j1, packed)
+            size = (k1 - k0) * width             # of one panel
+            for i in range(i0, i1, TILE_ROWS):
+                for j in range(j0, j1, width):
+                    q = (j - j0) // width
+                    panel = packed[q * size:(q + 1) * size]
+                    if i + TILE_ROWS <= m and j + width <= n:
+                        _register_tile(a, i, k0, k1, panel, c, i, j)
+                    else:
+                        _edge_tile(a, i, k0, k1, panel, c, j, scratch)
     return c
 
 
@@ -386,8 +519,6 @@ def matmul(a, b):
     """a @ b for 2-D float arrays of one dtype: (m, k) @ (k, n) -> (m, n)."""
     a, b = np.asarray(a), np.asarray(b)
     check_matmul(a, b)
-    m = a.shape[0]
-    a = np.ascontiguousarray(a)
-    if m % 4:   # the register tile takes rows of A four at a time: pad A with zero rows
-        a = np.concatenate([a, np.zeros((4 - m % 4, a.shape[1]), a.dtype)])
-    return matmul_kernel(a, _pack_transposed(b))[:m]   # first rows of a C array: contiguous
+    if a.shape[1] == 0:   # sums of nothing: the kernel, which sets C from k's first chunk, has none
+        return np.zeros((a.shape[0], b.shape[1]), a.dtype)
+    return matmul_kernel(np.ascontiguousarray(a), np.ascontiguousarray(b))
