@@ -220,23 +220,24 @@ def _digest(path):
 
 _api = None
 _server = None      # the worker's fork server (autograder.forkserver), ends with the worker
+_runtime = None     # the worker's runtime folder: its kernel's connection file, sockets and home
 
 
 def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     """Copy the gradebook for this worker alone and open nbgrader's API on the copy.
 
-    Notebooks run in the sandboxed grading kernel: it sees neither the course folder (but the
-    submission's own autograded copy), nor the solutions, nor the batch's folder (the gradebook
-    copies, every worker's kernel launch file, the other kernels' connection files and sockets;
-    but its own runtime folder), nor the network.  The worker's fork server
+    Notebooks run in the sandboxed grading kernel: of the machine's files it sees the system,
+    Python and mini, the submission's own autograded copy and this worker's runtime folder (its
+    connection file and sockets), so neither the rest of the course folder, nor the solutions,
+    nor the rest of the batch's folder (the gradebook copies, every worker's kernel launch file,
+    the other workers' kernels), nor the network.  The worker's fork server
     (:mod:`autograder.forkserver`) starts those kernels; it ends when the worker does.  With
     ``cgroup`` (the batch's, when the grader runs as root) the server and every process a kernel
     starts are in it, so that none outlives the batch, even one that left its kernel's session.
     """
-    global _api, _server
+    global _api, _server, _runtime
     threading.Thread(target=_exit_when_set, args=(stop,), daemon=True).start()
     os.environ.update(environment)
-    hidden = sandbox.hidden_folders() + [Path(scratch)]  # with the instructor's Jupyter folders
     _quiet_nbgrader()
     mine = Path(scratch) / str(os.getpid())
     (mine / "db").mkdir(parents=True)
@@ -244,13 +245,14 @@ def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     shutil.copy(gradebook, private)
     os.environ.update(JUPYTER_DATA_DIR=str(mine / "jupyter"), JUPYTER_RUNTIME_DIR=str(mine / "run"))
     limits = sandbox.Limits()
-    (mine / "run").mkdir()
+    _runtime = mine / "run"
+    _runtime.mkdir()
+    tempfile.tempdir = str(_runtime)        # where jupyter_client writes each connection file
     _server, server_socket = forkserver.start(
-        mine / "server", mine / "run", hidden, course.course_dir() / "autograded",
-        limits, sandbox.kernel_confinement(), labs, cgroup)
+        mine / "server", mine / "run", course.course_dir() / "autograded",
+        limits, sandbox.confinement([]), labs, cgroup)
     through = forkserver.client_command(server_socket) if server_socket else ()
-    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", hidden, limits,
-                                            through)
+    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", limits, through)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
 
@@ -265,6 +267,7 @@ def _exit_when_set(stop):
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
     os.environ["MINI_KERNEL_HOME"] = str(_autograded(lab, student))
+    _empty(_runtime)
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:
         return None, _reason(result.get("log", "") + "\n" + (result.get("error") or ""))
@@ -275,6 +278,22 @@ def _grade_one(lab, student):
                 "notebooks": {nb.name: {"grades": {g.name: g.auto_score for g in nb.grades},
                                         "comments": {c.name: c.auto_comment for c in nb.comments}}
                               for nb in submission.notebooks}}, None
+
+
+def _empty(folder):
+    """Remove what the kernels before left in ``folder`` (their homes: files, IPython's history of
+    their code), so that the next submission's kernel, which sees the folder, finds none of it.
+    The folder itself stays: the fork server's root holds it."""
+    for path in folder.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            os.chmod(path, 0o700)                   # a folder its kernel made unreadable too
+            for inside, folders, _ in os.walk(path):
+                for name in folders:
+                    if not os.path.islink(os.path.join(inside, name)):
+                        os.chmod(os.path.join(inside, name), 0o700)
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _reason(log):

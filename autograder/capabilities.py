@@ -1,7 +1,8 @@
 """Drop every capability before student code runs, for good.
 
 In the sandbox's user namespace student code runs as that namespace's root, with every
-capability over it: enough to unmount the empty folders laid over what it must not see, to mount
+capability over it: enough to unmount what is laid over what it must not see (the reference
+files, the other submissions' copies), to make its root's read-only folders writable, to mount
 over its own view, or to trace a process of the sandbox.  Landlock forbids all of that where it
 is available; :func:`drop_all` forbids it everywhere, the ``namespaces-only`` case included.
 It empties the bounding set first, so that no later ``execve`` (as root, it would otherwise get

@@ -14,36 +14,34 @@ from pathlib import Path
 from autograder import runner
 
 
-def grade(scheduler, jobs, seed, limits, progress, workers=1, submissions=None):
+def grade(scheduler, jobs, seed, limits, progress, workers=1):
     """``[SubmissionResult]`` for ``jobs = [(lab, student, notebook path)]``, in that order, graded
     on the cluster whose scheduler listens at ``scheduler`` (``tcp://host:port``), or, for
     ``"local"``, on a Dask LocalCluster of ``workers`` one-thread workers started on this machine
-    for the batch (what a cluster's workers do, tried on one machine).  ``submissions``, the
-    batch's folder, is hidden from student code wherever a worker's machine has it."""
+    for the batch (what a cluster's workers do, tried on one machine)."""
     from distributed import Client, LocalCluster, as_completed
 
     if scheduler == "local":
         with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as local:
-            return grade(local.scheduler_address, jobs, seed, limits, progress,
-                         submissions=submissions)
+            return grade(local.scheduler_address, jobs, seed, limits, progress)
 
     with Client(scheduler, timeout="30s") as client:
         futures = [client.submit(grade_sent, lab, student, path.name, _read(path), seed, limits,
-                                 submissions, pure=False) for lab, student, path in jobs]
+                                 pure=False) for lab, student, path in jobs]
         for _ in progress(as_completed(futures), total=len(futures)):
             pass
         return [_result_of(future, lab, student, seed)
                 for future, (lab, student, _) in zip(futures, jobs)]
 
 
-def grade_sent(lab, student, name, content, seed, limits, submissions):
+def grade_sent(lab, student, name, content, seed, limits):
     """On a Dask worker: write the notebook that came with the task to a private folder and grade
     it there (``content`` is ``None`` when the student handed in no notebook)."""
     with tempfile.TemporaryDirectory(prefix="mini-grade-") as folder:
         path = Path(folder) / name
         if content is not None:
             path.write_bytes(content)
-        return runner.grade_submission(path, lab, student, seed, limits, submissions)
+        return runner.grade_submission(path, lab, student, seed, limits)
 
 
 def _read(path):

@@ -37,8 +37,10 @@ from pathlib import Path
 
 from autograder import guard, kernel, sandbox
 
-# What the server imports once, for every kernel: most labs' first cell imports the last two.
-PRELOAD = ("ipykernel.kernelapp", "numpy", "matplotlib.pyplot", "matplotlib_inline.backend_inline")
+# What the server imports once, for every kernel: most labs' first cell imports matplotlib's two,
+# and every hidden test cell calls the last (the only part of the grader a kernel can import).
+PRELOAD = ("ipykernel.kernelapp", "numpy", "matplotlib.pyplot", "matplotlib_inline.backend_inline",
+           kernel.HIDDEN_CELLS)
 
 CLIENT = r"""
 import json, os, signal, socket, sys
@@ -72,15 +74,16 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS = 0x20000
 
 
-def start(folder, runtime_dir, hidden, cover, limits, confinement, labs, cgroup=None):
+def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     """Start a fork server in ``folder``; return ``(process, socket path)``, or ``(None, None)``
     when it did not come up (the kernels then start the slow way).
 
     ``cover``: the folder of the batch's autograded copies (each kernel starts in one of them);
-    with namespaces a child sees its own only.  ``hidden``, as for the kernelspec, should cover
-    ``folder`` and ``runtime_dir``; the server keeps both, and ``cover``, in its view.  Kernels
-    get ``limits`` (:class:`autograder.sandbox.Limits`), and see the reference modules of
-    ``labs`` (the labs they grade) empty (:func:`autograder.guard.reference_files`).  Given
+    with namespaces a child sees its own only.  Of the host's folders, the server's sandbox holds
+    ``folder``, ``runtime_dir``, ``cover`` and ``cgroup`` writable, and Python, mini and the
+    grader read-only (:func:`autograder.sandbox.sandboxed`).  Kernels get ``limits``
+    (:class:`autograder.sandbox.Limits`), and see the reference modules of ``labs`` (the labs
+    they grade) empty (:func:`autograder.guard.reference_files`).  Given
     ``cgroup`` (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it,
     and each kernel in one of its own there, allowed ``limits.processes`` processes and threads,
     and emptied when the kernel ends.
@@ -94,10 +97,10 @@ def start(folder, runtime_dir, hidden, cover, limits, confinement, labs, cgroup=
               "confinement": confinement, "cgroup": cgroup and str(cgroup), "labs": sorted(labs)}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
-    command = sandbox.sandboxed(command, hidden, keep=[str(folder), str(runtime_dir), str(cover)])
+    writable = [folder, runtime_dir, cover] + ([cgroup] if cgroup else [])   # kernels' cgroups
+    command = sandbox.sandboxed(command, keep=writable)
     environment = {**sandbox.student_environment(home, keep=kernel.KEEP),
-                   "IPYTHONDIR": str(home / "ipython"),
-                   "TMPDIR": tempfile.gettempdir()}      # the sandbox's set-up, outside ``hidden``
+                   "IPYTHONDIR": str(home / "ipython")}
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
     if cgroup is not None:          # before it forks a kernel: it forks none before "ready"
@@ -250,7 +253,7 @@ def _become_kernel(config, request, keep):
         hidden = config["hide"].get(Path(request["cwd"]).name, [])   # autograded/<student>/<lab>
         if config["namespaces"]:
             _own_copy_only(request["cwd"], config["cover"], hide_cgroups=bool(own))
-            sandbox.cover(hidden)
+            sandbox.cover([*hidden, sandbox.GRADER])
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["environment"])
@@ -261,8 +264,7 @@ def _become_kernel(config, request, keep):
         os.environ.update(environment)
         tempfile.tempdir = None
         sys.dont_write_bytecode = True
-        for name in [name for name in sys.modules if name.split(".")[0] == "autograder"]:
-            del sys.modules[name]
+        guard.hide_autograder(keep=[kernel.HIDDEN_CELLS])
         from ipykernel import kernelapp
         kernelapp.launch_new_instance(argv=request["arguments"])
     except SystemExit as leaving:
@@ -273,12 +275,16 @@ def _become_kernel(config, request, keep):
 
 
 def _own_copy_only(cwd, cover, hide_cgroups):
-    """A mount namespace of this process's own, where ``cover`` holds nothing but ``cwd``; with
-    ``hide_cgroups``, /sys/fs/cgroup empty and read-only too (student code runs as the user
-    namespace's root: without Landlock it could move itself out of its cgroup)."""
+    """A mount namespace of this process's own, where ``cover`` holds nothing but ``cwd``, and
+    the /tmp of the server's root, every kernel's, is read-only (as under Landlock: no kernel
+    leaves a file there for the next); with ``hide_cgroups``, /sys/fs/cgroup empty and
+    read-only too (the server's cgroup is writable in its root, and student code runs as the
+    user namespace's root: without Landlock it could move itself out of its cgroup)."""
     if _libc.unshare(_CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
     own = os.open(cwd, os.O_PATH | os.O_DIRECTORY)      # in the new namespace, as mount wants
+    sandbox.mount(None, "/tmp", None, sandbox.MS_REMOUNT | sandbox.MS_BIND | sandbox.MS_RDONLY,
+                  None)
     sandbox.mount("none", cover, "tmpfs", 0, "size=64k")
     os.makedirs(cwd)
     sandbox.mount(f"/proc/self/fd/{own}", cwd, None, sandbox.MS_BIND, None)

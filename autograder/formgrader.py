@@ -49,13 +49,11 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**{**kwargs, "kernel_name": sandbox.KERNEL_NAME})
-        hidden = sandbox.hidden_folders()       # with every Jupyter folder of the server's
         self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
         runtime = self.folder / "run"
         runtime.mkdir()
         limits = sandbox.Limits()
-        sandbox.install_grading_kernel(self.folder / "jupyter", runtime,
-                                       [*hidden, self.folder], limits)
+        sandbox.install_grading_kernel(self.folder / "jupyter", runtime, limits)
         self.kernel_spec_manager = KernelSpecManager(
             kernel_dirs=[str(self.folder / "jupyter" / "kernels")])
         self.transport, self.ip = "ipc", str(runtime / "kernel-ipc")

@@ -55,7 +55,7 @@ def grade(lab, fill_in, namespace, seed=None):
     seed = new_seed() if seed is None else seed
     print(f"hidden checks for {fill_in} (seed {seed})")
     for case in cases(lab, fill_in, seed):
-        with reference_disabled(lab, namespace):
+        with reference_disabled(lab):
             outcome = run_case(case, namespace)
         verify(case, outcome)
 
@@ -68,8 +68,8 @@ def report(lab, fill_in, namespace, seed, nonce):
     """
     from IPython.display import display
     outcomes = []
-    for case in cases(lab, fill_in, seed):
-        with reference_disabled(lab, namespace):
+    for case in cases(lab, fill_in, seed, answers=False):
+        with reference_disabled(lab):
             outcomes.append(run_case(case, namespace))
     display({MIME: json.dumps({"nonce": nonce, "fill_in": fill_in, "outcomes": outcomes})},
             raw=True)

@@ -11,13 +11,14 @@ short list, so no variable of the instructor's reaches student code, not even th
 every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel
 confines itself to it: it may read its connection file and write only its folder (the autograded
 copy it starts in), its temporary home (beside its connection file) and the folder of its IPC
-sockets.  That step, with hiding the graded lab's reference source and dropping the
-capabilities, is taken after ``execve``, in the kernel's own interpreter (:func:`seal`).  A
+sockets.  That step, with hiding the graded lab's reference source and the grader's, and dropping
+the capabilities, is taken after ``execve``, in the kernel's own interpreter (:func:`seal`).  A
 batch's worker starts most kernels faster, by forking them from :mod:`autograder.forkserver`,
 which takes the same steps (:func:`enter`) in each child.
 
     python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
 """
+import importlib
 import json
 import os
 import sys
@@ -32,6 +33,9 @@ from autograder.sandbox import REPO, confine, set_limits, student_environment, u
 # thread settings the instructor chose (not the checks' seed: the grader writes it into each
 # test cell as the cell runs)
 KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+
+# the one module of the grader a kernel keeps importable once sealed: its hidden test cells call it
+HIDDEN_CELLS = "autograder.hidden"
 
 
 def main():
@@ -48,16 +52,20 @@ def main():
 
 def seal(sealing):
     """The kernel's last steps before ipykernel, in its own interpreter (after ``execve``): import
-    the graded lab's reference modules, then lay /dev/null over their files (with namespaces),
-    confine the process without them (Landlock), and drop every capability (with namespaces).
-    Mounting comes first, since Landlock forbids it.  The lab is the name of the folder the
-    kernel starts in (``autograded/<student>/<lab>``)."""
+    the graded lab's reference modules and what its hidden test cells call; then lay /dev/null
+    over the reference files and an empty folder over the grader (with namespaces), confine the
+    process without either (Landlock), refuse ``import autograder`` but ``autograder.hidden`` to
+    student code, and drop every capability (with namespaces).  Mounting comes first, since
+    Landlock forbids it.  The lab is the name of the folder the kernel starts in
+    (``autograded/<student>/<lab>``)."""
     sealing = json.loads(sealing)
     lab = os.path.basename(os.getcwd())
     files = guard.reference_files(lab) if lab in LABS else []
+    importlib.import_module(HIDDEN_CELLS)
     if sealing["namespaces"]:
-        sandbox.cover(files)
+        sandbox.cover([*files, sandbox.GRADER])
     confine(sandbox.without(sealing["confinement"], files))
+    guard.hide_autograder(keep=[HIDDEN_CELLS])
     if sealing["namespaces"]:
         capabilities.drop_all()
 

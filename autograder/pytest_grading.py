@@ -70,7 +70,7 @@ def graded(request):
             for student, path in find_submissions(batch.submissions, lab)]
     if batch.scheduler:
         results = cluster.grade(batch.scheduler, jobs, batch.seed, batch.limits, _progress,
-                                batch.workers, batch.submissions)
+                                batch.workers)
     else:
         results = _grade_here(jobs, batch)
     out = batch.out
@@ -93,7 +93,7 @@ def _grade_here(jobs, batch):
     worker process; the threads only wait for them)."""
     with concurrent.futures.ThreadPoolExecutor(max(1, batch.workers)) as pool:
         futures = [pool.submit(runner.grade_submission, path, lab, student, batch.seed,
-                               batch.limits, batch.submissions)
+                               batch.limits)
                    for lab, student, path in jobs]
         for _ in _progress(concurrent.futures.as_completed(futures), total=len(futures)):
             pass

@@ -213,11 +213,8 @@ def _binds_any(source, names):
     return bound is None or bool(bound & names)
 
 
-def grade_submission(notebook_path, lab, student, seed, limits=None, submissions=None):
-    """Grade one submitted notebook; never raises for anything the submission does.
-
-    ``submissions``: the folder of the batch it came from, hidden from student code with the rest
-    of :func:`autograder.sandbox.hidden_folders`."""
+def grade_submission(notebook_path, lab, student, seed, limits=None):
+    """Grade one submitted notebook; never raises for anything the submission does."""
     notebook_path, limits = Path(notebook_path), limits or Limits()
     checks = checks_of(lab)
     keys = [f"{grade_id[len('test_'):]}/{n}" for grade_id, _ in test_cells(lab)
@@ -228,8 +225,8 @@ def grade_submission(notebook_path, lab, student, seed, limits=None, submissions
     except ValueError as error:
         cells = None
         notes.append(str(error))
-    outcomes = (_run_workers(cells, keys, lab, seed, limits, sandbox.hidden_folders(submissions),
-                             notes, visible_failures) if cells is not None else {})
+    outcomes = (_run_workers(cells, keys, lab, seed, limits, notes, visible_failures)
+                if cells is not None else {})
     notes.append(sandbox.isolation_note())
 
     tests = []
@@ -253,9 +250,8 @@ def grade_submission(notebook_path, lab, student, seed, limits=None, submissions
     return SubmissionResult(student, lab, seed, tests, notes)
 
 
-def _run_workers(cells, keys, lab, seed, limits, hidden, notes, visible_failures):
-    """Run workers, each with ``hidden`` out of its sight, until every check has an outcome; a step
-    that kills a worker is skipped.
+def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
+    """Run workers until every check has an outcome; a step that kills a worker is skipped.
 
     The first error of each test cell's visible tests goes into ``visible_failures``
     (``{fill-in: message}``); the errors of other cells go into ``notes``.
@@ -265,7 +261,7 @@ def _run_workers(cells, keys, lab, seed, limits, hidden, notes, visible_failures
     while True:
         remaining = [key for key in keys if key not in outcomes]
         events, reason = _run_worker([c for c in cells if c[0] not in skip_cells], remaining, lab,
-                                     seed, limits, hidden)
+                                     seed, limits)
         last = None
         for event in events:
             if event["event"] in ("cell", "check"):
@@ -298,8 +294,9 @@ def _run_workers(cells, keys, lab, seed, limits, hidden, notes, visible_failures
             outcomes[last["key"]] = {"error": f"WorkerStopped: {reason}"}
 
 
-def _run_worker(cells, keys, lab, seed, limits, hidden):
-    """One worker process.  Returns (events, None) or (events so far, why it was stopped)."""
+def _run_worker(cells, keys, lab, seed, limits):
+    """One worker process, in the sandbox with its scratch folder as its only writable one.
+    Returns (events, None) or (events so far, why it was stopped)."""
     scratch = Path(tempfile.mkdtemp(prefix="mini-worker-"))
     read_fd, write_fd = os.pipe()
     tasks = sandbox.user_tasks()
@@ -312,7 +309,7 @@ def _run_worker(cells, keys, lab, seed, limits, hidden):
     try:
         with sandbox.task_cgroup(limits.processes) as cgroup:
             process = subprocess.Popen(
-                sandbox.sandboxed(python, hidden),
+                sandbox.sandboxed(python, keep=[scratch]),
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
                 start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks, cgroup))

@@ -4,19 +4,20 @@ Both grading paths start student code through this module, with the strongest ki
 this machine allows (:func:`isolation`):
 
 * ``namespaces`` (Linux with unprivileged user namespaces): :func:`sandboxed` runs the command in
-  new user, mount and network namespaces (``unshare``), with an empty tmpfs over each hidden folder
-  (:func:`hidden_folders`) and the grader's code and Python read-only, so a submission cannot read
-  answers or change what grades the next one;
-* ``landlock`` (no user namespaces, Linux 5.13+): no namespaces, but the Landlock confinement below;
+  new user, mount and network namespaces (``unshare``), in a minimal root of its own
+  (:mod:`autograder.minimal_root`): the system, Python, mini and the grader read-only, the
+  submission's own folders writable, a private /tmp, and nothing else of the host's files, so a
+  submission can neither read answers anywhere on the machine nor change what grades the next one;
+* ``landlock`` (no user namespaces, Linux 6.7+): no namespaces, but the Landlock confinement below;
 * ``none``: resource limits only.
 
 Wherever Landlock is available (both first kinds), the student-code process also confines itself
 before any student code runs (:func:`confinement`, ``autograder.landlock``): only the system,
-Python and mini may be read, only its own folders written, no TCP.  That allow-list is what keeps
-answers elsewhere on the machine (another checkout, a temporary folder, a home folder) out of
-reach.  Every result says what it had (:func:`isolation_note`).  ``MINI_SANDBOX=landlock`` or
-``none`` asks for a weaker kind than the machine allows: an instructor checking what a grader
-without user namespaces does.
+Python and mini may be read, only its own folders written, no TCP.  Without namespaces that
+allow-list is what keeps answers elsewhere on the machine (another checkout, a temporary folder,
+a home folder) out of reach; with them it is a second layer.  Every result says what it had
+(:func:`isolation_note`).  ``MINI_SANDBOX=landlock`` or ``none`` asks for a weaker kind than the
+machine allows: an instructor checking what a grader without user namespaces does.
 
 nbgrader talks to its Jupyter kernels over sockets; in a network namespace a kernel cannot reach
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
@@ -29,7 +30,6 @@ import itertools
 import json
 import os
 import resource
-import shlex
 import shutil
 import signal
 import site
@@ -42,6 +42,7 @@ from autograder import REPO, landlock
 
 KERNEL_NAME = "mini-grader"
 KINDS = ("namespaces", "namespaces-only", "landlock", "none")
+SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")    # programs, libraries
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,17 +53,20 @@ def isolation():
     wanted = os.environ.get("MINI_SANDBOX", KINDS[0])
     if wanted not in KINDS:
         raise ValueError(f"MINI_SANDBOX={wanted!r}: expected one of {', '.join(KINDS)}")
-    if wanted in ("namespaces", "namespaces-only") and _unshare_works():
+    if wanted in ("namespaces", "namespaces-only") and _minimal_root_works():
         return "namespaces"
     if wanted in ("namespaces", "landlock") and _landlock_works():
         return "landlock"
     return "none"
 
 
-def _unshare_works():
+def _minimal_root_works():
+    """Whether Python starts in a minimal root here: user namespaces are allowed, and every
+    step of building the root (:mod:`autograder.minimal_root`) succeeds.  Where one fails,
+    :func:`isolation` falls back to the next kind, as :func:`isolation_note` then says."""
     if not shutil.which("unshare"):
         return False
-    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--net", "true"],
+    probe = subprocess.run(_in_minimal_root([sys.executable, "-I", "-S", "-c", ""], keep=()),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return probe.returncode == 0
 
@@ -71,8 +75,9 @@ def isolation_note():
     """One sentence for every result: how student code was isolated, and what was not."""
     kind = isolation()
     if kind == "namespaces":
-        return ("isolation: own network namespace (no network); course folder and solutions "
-                "hidden; mini, the grader and Python read-only"
+        return ("isolation: own network namespace (no network); a minimal root: nothing of the "
+                "machine's files but the system, Python, mini and the grader (read-only) and the "
+                "submission's own folders"
                 + ("; Landlock: nothing but the system, Python and mini readable, only the "
                    "submission's own folder writable" if _landlock_works() else ""))
     if kind == "landlock":
@@ -135,24 +140,17 @@ def user_tasks():
     return count
 
 
-def confinement(writable, readable=()):
+def confinement(writable):
     """What a student-code process confines itself to with Landlock (None where isolation is
     ``none`` or Landlock missing): ``{"readable": [...], "writable": [...]}`` for
-    :func:`confine`.  Readable are the system, Python with its packages, mini, and ``readable``;
-    writable are ``writable`` and /dev/null."""
+    :func:`confine`.  Readable are the system, Python with its packages and mini (not the grader:
+    a process imports what it needs of it before it confines itself); writable are ``writable``
+    and /dev/null."""
     if isolation() == "none" or not _landlock_works():
         return None
-    system = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys",
-              "/dev/urandom", "/dev/random", "/dev/zero"]
-    return {"readable": [*system, *map(str, _python_folders()), str(REPO / "mini"),
-                         *map(str, readable)],
+    system = [*SYSTEM, "/proc", "/sys", "/dev/urandom", "/dev/random", "/dev/zero"]
+    return {"readable": [*system, *map(str, _python_folders()), str(REPO / "mini")],
             "writable": [*map(str, writable), "/dev/null"]}
-
-
-def kernel_confinement():
-    """The :func:`confinement` of an nbgrader-path kernel before it adds its own folders: it may
-    also read the grader (its hidden test cells import the checks)."""
-    return confinement([], readable=[REPO / "autograder"])
 
 
 def confine(spec):
@@ -178,11 +176,21 @@ def without(spec, files):
     return {**spec, "readable": readable, "listable": [*spec.get("listable", ()), *listable]}
 
 
-def cover(files):
-    """Lay /dev/null over each of ``files`` in this process's mount namespace (namespaces only,
-    before the capabilities are dropped): reading one gives nothing."""
-    for path in files:
-        mount("/dev/null", path, None, MS_BIND, None)
+GRADER = REPO / "autograder"
+"""The grader's source: the hidden checks, with the working copies of mini's reference they hand
+to a submission as stand-ins.  A student-code process imports what it needs of it, then covers it
+(:func:`cover`), or confines itself without it (:func:`confinement`)."""
+
+
+def cover(paths):
+    """Lay /dev/null over each file of ``paths``, and an empty read-only folder over each folder,
+    in this process's mount namespace (namespaces only, before the capabilities are dropped):
+    reading gives nothing."""
+    for path in paths:
+        if os.path.isdir(path):
+            mount("none", path, "tmpfs", MS_RDONLY, "size=4k")
+        else:
+            mount("/dev/null", path, None, MS_BIND, None)
 
 
 MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
@@ -292,39 +300,43 @@ def empty_cgroup(folder):
         folder.rmdir()
 
 
-def sandboxed(command, hidden, keep=()):
-    """``command`` with no network, an empty folder over each of ``hidden``, and the grader's own
-    code and Python installation read-only (:func:`protected_folders`).
-
-    ``keep``: shell expressions naming folders inside hidden ones that must stay visible
-    (bind-mounted back, writable); the command starts in the first.  Unchanged where isolation is
-    unavailable.
-    """
+def sandboxed(command, keep=()):
+    """``command`` with no network, in a minimal root of its own (:mod:`autograder.minimal_root`):
+    of the host's files only the system, Python with its packages, mini and the grader,
+    read-only, and the folders ``keep``, read-write, each at its own path; the command starts in
+    the first (else in /).  An item of ``keep`` may name an environment variable
+    (``"$MINI_KERNEL_HOME"``), read as the command starts.  Unchanged where isolation is not
+    ``namespaces``."""
     if isolation() != "namespaces":
         return command
-    script = "".join(f'stash{n}=$(mktemp -d) && mount --bind "{folder}" "$stash{n}" && '
-                     for n, folder in enumerate(keep))
-    script += "".join(f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
-                      for folder in map(shlex.quote, map(str, protected_folders())))
-    script += "".join(f"mount -t tmpfs -o size=1m none {shlex.quote(str(folder))} && "
-                      for folder in _outermost(hidden))
-    script += "".join(f'mkdir -p "{folder}" && mount --bind "$stash{n}" "{folder}" && '
-                      for n, folder in enumerate(keep))
-    if keep:
-        script += f'cd "{keep[0]}" && '
-    return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", "sh", "-c",
-            script + 'exec "$@"', "sh", *command]
+    return _in_minimal_root(command, keep)
 
 
-def protected_folders():
-    """What student code must not change: this repository (mini, the checks, the grader) and the
-    Python installation with its packages, which every later submission and the grader import."""
-    return _outermost([REPO, *_python_folders()])
+def _in_minimal_root(command, keep):
+    layout = {"system": SYSTEM, "readonly": list(map(str, _root_folders())),
+              "writable": list(map(str, keep))}
+    return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", sys.executable,
+            "-I", "-S", str(Path(__file__).with_name("minimal_root.py")), json.dumps(layout),
+            *command]
+
+
+def _root_folders():
+    """What the minimal root shows read-only besides the system: Python with its packages (at the
+    paths Python names them by, and where those lead), mini, and the grader (every student-code
+    process imports it before the first line of student code runs)."""
+    system = list(map(Path, SYSTEM))
+    folders = [*system, *_python_paths(), *_python_folders(), REPO / "mini", REPO / "autograder"]
+    return [folder for folder in _outermost(folders) if folder not in system and folder.is_dir()]
+
+
+def _python_paths():
+    """Python's installation, its base installation and its packages, as Python names them."""
+    return [Path(sys.prefix), Path(sys.base_prefix), *map(Path, site.getsitepackages())]
 
 
 def _python_folders():
-    folders = [Path(sys.prefix), Path(sys.base_prefix), *map(Path, site.getsitepackages())]
-    return [folder.resolve() for folder in folders if folder.is_dir()]
+    """The folders of :func:`_python_paths`, where their links lead."""
+    return [folder.resolve() for folder in _python_paths() if folder.is_dir()]
 
 
 def _outermost(folders):
@@ -332,45 +344,6 @@ def _outermost(folders):
     folders = [Path(folder) for folder in folders]
     return [folder for folder in dict.fromkeys(folders)
             if not any(other != folder and folder.is_relative_to(other) for other in folders)]
-
-
-def hidden_folders(submissions=None):
-    """What student code must not see, on both paths: the answers, the course (gradebook, other
-    submissions), nbgrader's exchange (every student's submissions, wherever it is), the folder
-    of ``submissions`` being graded (``grade --submissions``, which may lie outside the course),
-    and the grader's own Jupyter and IPython folders (:func:`personal_folders`)."""
-    from autograder.course import course_dir, exchange_dir     # lazily: it imports the checks
-    folders = [REPO / "solutions", course_dir(), exchange_dir(), *personal_folders()]
-    if submissions:
-        folders.append(Path(submissions))
-    return list(dict.fromkeys(     # never the code the worker imports
-        folder.resolve() for folder in folders
-        if folder.is_dir() and not REPO.resolve().is_relative_to(folder.resolve())))
-
-
-def personal_folders():
-    """Where the grader's Jupyter finds its configuration, kernelspecs and runtime files (a
-    server's token, its kernels' connection files), and where IPython keeps its profiles (their
-    startup files run in every later IPython): every such folder but those holding the grader or
-    Python (read-only to student code anyway).  The user's own are made when missing, so that
-    they can be hidden: student code could create them otherwise, with a kernelspec or a startup
-    file in."""
-    from jupyter_core.paths import (jupyter_config_dir, jupyter_config_path, jupyter_data_dir,
-                                    jupyter_path, jupyter_runtime_dir)
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    mine = (jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir(),
-            os.environ.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"),
-            # and the user's own, which their other Jupyter servers use (nbgrader's API points
-            # this process's variables at the course folder instead)
-            os.path.expanduser("~/.jupyter"), os.path.join(data_home, "jupyter"),
-            os.path.expanduser("~/.ipython"))
-    for folder in mine:
-        os.makedirs(folder, exist_ok=True)
-    folders = dict.fromkeys(Path(folder).resolve()
-                            for folder in (*mine, *jupyter_path(), *jupyter_config_path()))
-    needed = protected_folders()
-    return [folder for folder in folders if folder.is_dir()
-            and not any(kept.is_relative_to(folder) for kept in needed)]
 
 
 STUDENT_VARIABLES = ("PATH", "LANG", "LC_ALL", "NUMBA_ENABLE_CUDASIM", "MINI_CUDA",
@@ -403,26 +376,26 @@ def _font_lists():
     return sorted(Path(folder).glob("fontlist-v*.json"))
 
 
-def install_grading_kernel(data_dir, runtime_dir, hidden, limits, through=()):
+def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by
     ``$MINI_KERNEL_HOME`` (the submission's autograded copy).  Under Landlock the kernel may also
-    read the grader (its hidden test cells import the checks) and write its own folders.
+    write its own folders; it reads the grader only until it is sealed (:func:`autograder.kernel.seal`).
 
-    ``hidden`` should cover ``data_dir``: a kernel that could rewrite this launch file would start
-    the next submission's kernel as it pleased, outside the sandbox.  Of the folders it hides, the
-    kernel keeps its own ``runtime_dir`` (its connection file and IPC sockets), and no other
-    kernel's.  ``through``: a command that the launcher above is handed to as its last arguments
-    (:func:`autograder.forkserver.client_command`: fork the kernel from a server, start it as
-    above only where the server does not answer).
+    Of the host's folders the kernel's root shows only those two writable: the autograded copy
+    and ``runtime_dir`` (its connection file and IPC sockets); never ``data_dir``, since a kernel
+    that could rewrite this launch file would start the next submission's kernel as it pleased,
+    outside the sandbox.  ``through``: a command that the launcher above is handed to as its last
+    arguments (:func:`autograder.forkserver.client_command`: fork the kernel from a server, start
+    it as above only where the server does not answer).
     """
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
     launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
                 "from autograder.kernel import main; main()", json.dumps(limits.rlimits()),
-                json.dumps(kernel_confinement()), json.dumps(isolation() == "namespaces"),
+                json.dumps(confinement([])), json.dumps(isolation() == "namespaces"),
                 "-f", "{connection_file}"]
-    argv = [*through, *sandboxed(launcher, hidden, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])]
+    argv = [*through, *sandboxed(launcher, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])]
     (folder / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
     return KERNEL_NAME

@@ -128,6 +128,36 @@ def reference_backward_pass():
     return nb
 
 
+def reference_kept_in_a_list():
+    """mini's backward_pass kept in a list when the cell runs (before any check), called later."""
+    nb = solution()
+    cell(nb, "backward_pass").source = ("import mini\n\n_kept = [mini.backward_pass]\n\n"
+                                        "def backward_pass(g, end_node):\n"
+                                        "    return _kept[0](g, end_node)\n")
+    return nb
+
+
+def stand_in_from_the_checks():
+    """The checks' own working copy of backward_pass, imported while grading; where the import is
+    refused, mini's (which works outside the hidden checks)."""
+    nb = solution()
+    cell(nb, "backward_pass").source = (
+        "import mini\n\ndef backward_pass(g, end_node):\n"
+        "    try:\n        from autograder.checks.lab3 import ref\n"
+        "        return ref.backward_pass(g, end_node)\n"
+        "    except ImportError:\n        return mini.backward_pass(g, end_node)\n")
+    return nb
+
+
+def minis_box_subclassed():
+    """The tracer as a subclass of mini's Box: apply and every operator inherited."""
+    nb = solution()
+    target = cell(nb, "tracer")
+    target.source = ("import mini.autodiff\n\nclass Box(mini.autodiff.Box):\n"
+                     "    \"\"\"mini's, renamed.\"\"\"\n")
+    return nb
+
+
 def private_copy_of_the_reference():
     """backward_pass from a private copy of mini's module, loaded from its source file (or its
     cached bytecode): the sandbox shows those files empty (tests/test_sandbox.py probes that),
@@ -224,6 +254,9 @@ CASES = {
     "monkeypatches_numpy_and_the_checks": (broken_backward_pass_with_patches, "backward_pass"),
     "calls_the_reference_solution": (reference_backward_pass, "backward_pass"),
     "loads_a_private_copy_of_the_reference": (private_copy_of_the_reference, "backward_pass"),
+    "keeps_the_reference_in_a_list": (reference_kept_in_a_list, "backward_pass"),
+    "imports_the_checks_stand_in": (stand_in_from_the_checks, "backward_pass"),
+    "subclasses_minis_box": (minis_box_subclassed, "tracer"),
     "reads_and_writes_course_files": (reads_and_writes_course_files, None),
     "writes_into_the_grader": (writes_into_the_grader, None),
 }

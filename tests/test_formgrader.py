@@ -29,9 +29,9 @@ ATTACKER, FULL, BUG = "a_attacker", "b_full", "c_bug"   # graded in this order
 # those of its own two folders; rewrites every kernelspec it finds there to one that starts
 # outside the sandbox; plants one where the server looks for kernelspecs, in the course and in the
 # solutions, and a module in mini, the checks and numpy (``hostile_cases.PLANTED``).  The test
-# looks for what it planted outside: inside the sandbox a write to a hidden folder lands in the
-# empty one over it.  It also reads the source of the lab's reference modules (empty) and starts
-# more threads than a kernel may run.
+# looks for what it planted outside: the sandbox's root has no Jupyter folder of the server's, no
+# course and no solutions, and holds the rest read-only.  It also reads the source of the lab's reference modules (empty), starts
+# more threads than a kernel may run, and imports the lab's checks (refused).
 ATTACK = r'''
 import glob, json, os
 stolen, rewritten = [], []
@@ -74,6 +74,11 @@ def threads(count):          # more than the kernel's limit on processes and thr
         stop.set()
     return started
 started = threads(600)
+try:                        # the checks' working copies of the reference: refused to a kernel
+    __import__("autograder.checks." + LAB.split("_")[0])
+    imported = "imported"
+except ImportError as error:
+    imported = str(error)
 for path in PLANT:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -81,7 +86,7 @@ for path in PLANT:
     except OSError:
         pass
 print("ATTACK " + json.dumps({"read": len(stolen), "rewritten": rewritten, "cwd": os.getcwd(),
-                              "reference": reference, "threads": started,
+                              "reference": reference, "threads": started, "import": imported,
                               "environment": sorted(os.environ)}))
 '''
 
@@ -96,7 +101,8 @@ def attacker(release, jupyter):
     plant = [str(path) for path in planted(jupyter)]
     nb.cells.insert(2, nbformat.v4.new_code_cell(
         f"SOLUTIONS = {str(ROOT / 'solutions' / '**')!r}\nPATTERNS = {patterns!r}\n"
-        f"PLANT = {plant!r}\nREFERENCE = {guard.reference_files(LAB)!r}\n" + ATTACK))
+        f"PLANT = {plant!r}\nREFERENCE = {guard.reference_files(LAB)!r}\nLAB = {LAB!r}\n"
+        + ATTACK))
     return nb
 
 
@@ -199,6 +205,7 @@ def test_an_attacker_reads_writes_and_rewrites_nothing(graded):
     assert (report["read"], report["rewritten"]) == (0, []), report
     assert len(report["reference"]) >= 2 and set(report["reference"]) == {0}, report
     assert report["threads"] < 600, report      # the process limit, or the kernel's pids cgroup
+    assert report["import"] == "the autograder cannot be imported from a submission", report
     assert graded["before"] == graded["after"]
     assert graded["planted"] == []
 
@@ -221,6 +228,7 @@ def test_the_server_runs_the_command_lines_preprocessors(monkeypatch):
 
 def test_a_runtime_folder_too_long_for_the_sockets_is_named(tmp_path, monkeypatch):
     runtime = tmp_path / ("r" * 100)
+    runtime.mkdir()                 # a server's runtime folder, there as the server runs
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
     with pytest.raises(ValueError, match="too long for a Unix socket .* shorter "
                                          "JUPYTER_RUNTIME_DIR"):

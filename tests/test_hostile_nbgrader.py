@@ -72,13 +72,12 @@ def test_reading_the_course_and_the_solutions_finds_nothing(batch):
     assert cases.NOTHING_READ in _printed(course_folder, "reads_and_writes_course_files")
 
 
-def test_what_importing_the_grader_from_a_submission_did_is_known(batch):
-    """The grader is importable in the student's kernel (its hidden cells report the student's
-    side of the checks), so the submission does patch ``autograder.checks.verify`` there; the
-    verdict is decided in the grader process, so the patch changes no score above."""
+def test_importing_the_grader_from_a_submission_is_refused(batch):
+    """As on the pytest path: the kernel keeps only ``autograder.hidden``, which its hidden cells
+    call, importable (and the checks' stand-ins out of reach by import)."""
     *_, course_folder = batch
-    assert "import autograder.checks: patched verify" in _printed(
-        course_folder, "monkeypatches_numpy_and_the_checks")
+    assert cases.GRADER_IMPORT_BLOCKED in _printed(course_folder,
+                                                   "monkeypatches_numpy_and_the_checks")
 
 
 def test_nothing_but_the_gradebook_and_autograded_copies_changed(batch):

@@ -1,8 +1,9 @@
 """A PID namespace of its own for student code: whatever it starts ends with it, it sees and
 signals nothing outside, and to its caller it behaves as one process (signals in, exit status out).
 
-Each case runs a small program in a user and mount namespace, as the sandbox starts student code:
-the program calls ``pid_namespace.enter()`` and then acts as student code would.
+Each case runs a small program in the sandbox (its namespaces and minimal root, whose /proc the
+PID namespace replaces), as student code runs: the program calls ``pid_namespace.enter()`` and
+then acts as student code would.
 """
 import os
 import signal
@@ -18,7 +19,7 @@ from autograder import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = f"mini-pidns-leftover-{os.getpid()}"
-NAMESPACES = sandbox._unshare_works()
+NAMESPACES = sandbox._minimal_root_works()
 
 PRELUDE = f"""
 import os, signal, subprocess, sys, time
@@ -29,10 +30,10 @@ pid_namespace.enter()
 
 
 def start(body, **popen):
-    """The program ``body`` after ``enter()``, in new user and mount namespaces."""
+    """The program ``body`` after ``enter()``, in the sandbox."""
     command = [sys.executable, "-I", "-c", PRELUDE + textwrap.dedent(body)]
-    return subprocess.Popen(["unshare", "--user", "--map-root-user", "--mount", "--", *command],
-                            stdout=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen(sandbox._in_minimal_root(command, keep=()), stdout=subprocess.PIPE,
+                            text=True, **popen)
 
 
 def leftovers():

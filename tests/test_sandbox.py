@@ -2,14 +2,16 @@
 
 A probe cell, added to a complete lab 2 notebook, tries to read and list what grading must hide
 (the solutions, the course folder, the submissions, another checkout's solutions, the instructor's
-Jupyter runtime folder with a server's token), to write into everything it should not change (the
-solutions, mini, the checks, Python's packages, the submissions, the instructor's IPython start-up
-and Jupyter configuration folders), to reach a TCP server the test runs on loopback, to import the grader, to start more
-threads than the process limit allows, to write a file over the size limit, and to leave a
-process behind.  It prints what it found; the test reads that from the results as an instructor
-would, and checks the files themselves.  Both grading paths (the pytest path's worker, the nbgrader
-path's kernel), under both kinds of isolation (user namespaces, and Landlock as on a machine without
-them: ``MINI_SANDBOX=landlock``); and a grader with neither says so and still grades.
+home and Jupyter runtime folder with a server's token, another folder of /tmp, this checkout's
+history and tests), to write into everything it should not change (the solutions, mini, the
+checks, Python's packages, the submissions, the instructor's IPython start-up and Jupyter
+configuration folders), to reach a TCP server the test runs on loopback, to import the grader
+and read the hidden checks' source, to start more threads than the process limit allows, to write a file over the size limit, and to
+leave a process behind.  It prints what it found; the test reads that from the results as an
+instructor would, and checks the files themselves.  Both grading paths (the pytest path's worker,
+the nbgrader path's kernel), under each layer of isolation (user namespaces with Landlock and
+without it, and Landlock as on a machine without them: ``MINI_SANDBOX=landlock``); and a grader
+with neither says so and still grades.
 """
 import hashlib
 import json
@@ -17,6 +19,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,7 +34,7 @@ LAB = "lab2_graphs"
 MARK = f"mini-probe-leftover-{os.getpid()}"   # one per test process: xdist runs two at once
 KINDS = [kind for kind in ("namespaces", "landlock")
          if kind == "landlock" and landlock.version() >= 4
-         or kind == "namespaces" and sandbox._unshare_works()]
+         or kind == "namespaces" and sandbox._minimal_root_works()]
 
 PROBE = r'''
 import ctypes, json, os, socket, subprocess, threading, time
@@ -42,9 +45,11 @@ def attempt(name, action):
         found[name] = "ok: " + repr(result)[:120]
     except BaseException as error:
         found[name] = "refused: " + type(error).__name__
-def read_all(folder):
-    names = os.listdir(folder)
-    texts = [open(os.path.join(folder, n), "rb").read()[:20] for n in names]
+def read_all(folder):        # the way to its own folder is no find
+    names = [n for n in os.listdir(folder)
+             if not os.getcwd().startswith(os.path.join(folder, n) + os.sep)]
+    texts = [open(path, "rb").read()[:20] for path in (os.path.join(folder, n) for n in names)
+             if os.path.isfile(path)]
     return names if names else "empty"
 for name, folder in READ.items():
     attempt("read " + name, lambda: read_all(folder))
@@ -61,6 +66,7 @@ def read_source(path):       # a private copy of a reference module needs its so
         raise OSError("empty")
     return len(text)
 attempt("read the graded lab's reference source", lambda: read_source(REFERENCE_SOURCE))
+attempt("read the hidden checks' source", lambda: read_source(CHECKS_SOURCE))
 for name, folder in WRITE.items():
     attempt("write " + name, lambda: open(os.path.join(folder, "planted.py"), "w").write("x=1"))
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3).close())
@@ -92,7 +98,8 @@ def probe_notebook(read, write, port, threads, file_bytes):
     settings = (f"READ = {read!r}\nWRITE = {write!r}\nPORT = {port}\nTHREADS = {threads}\n"
                 f"FILE_BYTES = {file_bytes}\nMARK = {MARK!r}\nGRADER = {os.getpid()}\n"
                 f"SOLUTION = {str(ROOT / 'solutions' / LAB / (LAB + '.ipynb'))!r}\n"
-                f"REFERENCE_SOURCE = {str(ROOT / 'mini' / 'graph.py')!r}\n")   # lab 2's toposort
+                f"REFERENCE_SOURCE = {str(ROOT / 'mini' / 'graph.py')!r}\n"   # lab 2's toposort
+                f"CHECKS_SOURCE = {str(ROOT / 'autograder' / 'checks' / 'lab2.py')!r}\n")
     nb.cells.append(nbformat.v4.new_code_cell(settings + PROBE))
     return nb
 
@@ -176,27 +183,37 @@ def setting(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     for name in ("JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR"):
         monkeypatch.delenv(name, raising=False)
+    elsewhere = Path(tempfile.mkdtemp(prefix="mini-probe-elsewhere-", dir="/tmp"))
+    (elsewhere / "answers.txt").write_text("another course's answers\n")
     listener = Listener()
-    yield tmp_path, other, listener
+    yield tmp_path, other, elsewhere, listener
     listener.close()
+    shutil.rmtree(elsewhere)
     for folder in (ROOT / "solutions", ROOT / "mini", ROOT / "autograder" / "checks"):
         (folder / "planted.py").unlink(missing_ok=True)
 
 
-def probe_targets(tmp_path, other, submissions):
+def probe_targets(tmp_path, other, elsewhere, submissions):
+    """What the probe reads, what it writes, and the folders whose files must stay as they were
+    (not all of the grader's home, where the grader itself writes caches, nor this checkout's
+    history and tests, which others may change meanwhile)."""
     site_packages = Path(nbformat.__file__).resolve().parent.parent
     read = {"solutions": str(ROOT / "solutions"), "course": str(tmp_path / "course"),
             "submissions": str(submissions), "other checkout": str(other),
             "exchange": str(next((tmp_path / "exchange" / "mini" / "inbound").iterdir()))}
     home = tmp_path / "home"
     read["jupyter runtime"] = str(home / ".local" / "share" / "jupyter" / "runtime")
+    read["other folder of /tmp"] = str(elsewhere)
+    watched = [*map(Path, read.values()), site_packages / "numpy", home / ".ipython",
+               home / ".jupyter"]
+    read.update({"grader's home": str(home), "this checkout's history": str(ROOT / ".git"),
+                 "this checkout's tests": str(ROOT / "tests")})
     write = {"solutions": str(ROOT / "solutions"), "mini": str(ROOT / "mini"),
              "checks": str(ROOT / "autograder" / "checks"),
              "site-packages": str(site_packages), "submissions": str(submissions),
              "ipython start-up": str(home / ".ipython" / "profile_default" / "startup"),
              "jupyter config": str(home / ".jupyter")}
-    return read, write, [*map(Path, read.values()), site_packages / "numpy",
-                         home / ".ipython", home / ".jupyter"]
+    return read, write, watched
 
 
 def planted():
@@ -206,17 +223,16 @@ def planted():
 
 
 def assert_nothing_found(found, path, layers):
-    """Every attempt refused (or, for a folder, found empty), but what is allowed by design: the
-    nbgrader kernel imports the checks for its hidden test cells; Landlock alone does not cut UDP; namespaces alone hide only the grader's own folders, and what
-    is written into those lands in an empty tmpfs (the caller checks the real ones)."""
-    allowed = {"import the grader", "leftover"} if path == "nbgrader" else {"leftover"}
-    allowed |= {"landlock": {"udp", "see the grader"}, "namespaces-only": {
-        "read other checkout", "write solutions", "write submissions", "write ipython start-up",
-        "write jupyter config"}}.get(layers, set())
+    """Every attempt refused (or, for a folder, found empty), but what is allowed by design:
+    Landlock alone does not cut UDP nor hide the grader's process.  With namespaces, Landlock or
+    not, nothing of the host's files is there but the system, Python and mini (the grader's
+    source is covered once the process has imported what it needs of it)."""
+    allowed = {"leftover"}
+    allowed |= {"udp", "see the grader"} if layers == "landlock" else set()
     got = {name: value for name, value in found.items()
            if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
     assert got == {}, (got, found)
-    assert len(found) == 24, sorted(found)
+    assert len(found) == 29, sorted(found)
 
 
 def autograded_report(student, prefix):
@@ -250,9 +266,9 @@ def gradebook_scores(*students):
 
 
 def test_the_pytest_path_hides_refuses_and_limits(layers, setting):
-    tmp_path, other, listener = setting
+    tmp_path, other, elsewhere, listener = setting
     submissions = tmp_path / "inbox"
-    read, write, watched = probe_targets(tmp_path, other, submissions)
+    read, write, watched = probe_targets(tmp_path, other, elsewhere, submissions)
     nb = probe_notebook(read, write, listener.port, threads=600, file_bytes=64 * 2**20)
     (submissions / "prober").mkdir(parents=True)
     nbformat.write(nb, submissions / "prober" / f"{LAB}.ipynb")
@@ -274,9 +290,9 @@ def test_the_pytest_path_hides_refuses_and_limits(layers, setting):
 
 
 def test_the_nbgrader_kernel_hides_and_refuses(layers, setting):
-    tmp_path, other, listener = setting
+    tmp_path, other, elsewhere, listener = setting
     submitted = tmp_path / "course" / "submitted"
-    read, write, watched = probe_targets(tmp_path, other, submitted)
+    read, write, watched = probe_targets(tmp_path, other, elsewhere, submitted)
     watched = [submitted, tmp_path / "course" / "gradebook-notes.txt", *watched[2:]]
     nb = probe_notebook(read, write, listener.port, threads=600, file_bytes=64 * 2**20)
     assert cli.main(["release", "lab2"]) == 0
@@ -330,6 +346,50 @@ def test_a_kernel_cannot_rewrite_the_launch_file_of_the_next(setting, monkeypatc
     report = autograded_report("a_attacker", "LAUNCH ")
     assert report == {"found": [], "rewritten": []}      # its worker's folder is hidden
     assert gradebook_scores("a_attacker", "b_untouched") == [100, 0]  # the next, same worker
+
+
+LEAVES = r'''
+import os
+open(os.path.join(os.environ["HOME"], "left-behind.txt"), "w").write(MARK)
+print(MARK)                      # IPython's history of this kernel now holds it too
+'''
+LOOKS = r'''
+import json, os
+runtime = os.path.dirname(os.environ["HOME"])       # the worker's runtime folder: home beside
+found = []                                           # the connection file
+for folder, _, names in os.walk(runtime):
+    for name in names:
+        path = os.path.join(folder, name)
+        if not path.startswith(os.environ["HOME"] + os.sep):
+            try:
+                if MARK.encode() in open(path, "rb").read():
+                    found.append(path)
+            except OSError:
+                pass
+print("LOOKED " + json.dumps({"found": found, "others": sorted(
+    name for name in os.listdir(runtime) if name.startswith("home-")
+    and os.path.join(runtime, name) != os.environ["HOME"])}))
+'''
+
+
+def test_a_kernel_finds_nothing_of_the_kernels_before_it(setting, monkeypatch):
+    """One worker grades a submission that leaves a file in its home and a line in IPython's
+    history, then one that searches the worker's runtime folder (where its own home is): what the
+    kernels before left there is gone.  Under namespaces without Landlock, the weaker layer."""
+    tmp_path, *_ = setting
+    monkeypatch.setenv("MINI_SANDBOX", "namespaces-only")   # seen by the batch's workers too
+    sandbox.isolation.cache_clear()
+    nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
+    mark = f"mini-earlier-kernel-{os.getpid()}"
+    first, second = (nbformat.v4.new_notebook(cells=[*nb.cells, nbformat.v4.new_code_cell(
+        f"MARK = {mark!r}\n" + code)], metadata=nb.metadata) for code in (LEAVES, LOOKS))
+    hand_in(tmp_path, {"a_leaves": first, "b_looks": second})
+    try:
+        assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
+    finally:
+        sandbox.isolation.cache_clear()
+    assert autograded_report("b_looks", "LOOKED ") == {"found": [], "others": []}
+    assert gradebook_scores("a_leaves", "b_looks") == [100, 100]
 
 
 def test_without_isolation_grading_goes_on_and_says_so(setting, monkeypatch):

@@ -19,6 +19,7 @@ has nbgrader id ``test_<fill_in_name>``.
 """
 import contextlib
 import dataclasses
+import functools
 import importlib
 import os
 import secrets
@@ -95,8 +96,11 @@ def short_name(lab):
     return lab.split("_")[0]
 
 
+@functools.cache
 def lab_module(lab):
-    """The checks module of a lab (its ``CHECKS``, and the ``REFERENCE`` the guard switches off)."""
+    """The checks module of a lab (its ``CHECKS``, and the ``REFERENCE`` the guard switches off);
+    once imported, found here even where student code can no longer import the autograder
+    (:func:`autograder.guard.hide_autograder`)."""
     return importlib.import_module(f"autograder.checks.{short_name(lab_name(lab))}")
 
 
@@ -115,11 +119,18 @@ def case_for(check, seed):
     return check(np.random.default_rng(seed))
 
 
-def cases(lab, fill_in, seed):
+def cases(lab, fill_in, seed, answers=True):
     """Every case of ``fill_in``'s checks in a run with ``seed``, in order: check ``n`` draws with
     ``seed + n``, the one rule that the student's own run, both grading paths and the grader's
-    verdicts share (so a case drawn in a worker or a kernel is the case the grader verifies)."""
-    return [case_for(check, seed + n) for n, check in enumerate(checks_of(lab)[fill_in])]
+    verdicts share (so a case drawn in a worker or a kernel is the case the grader verifies).
+
+    Without ``answers`` each case's ``expected`` is None: where student code runs while grading,
+    nothing it can reach (its callers' frames included) computes the right answer.
+    """
+    drawn = [case_for(check, seed + n) for n, check in enumerate(checks_of(lab)[fill_in])]
+    for case in drawn if not answers else ():
+        case.expected = None
+    return drawn
 
 
 def run_case(case, namespace):

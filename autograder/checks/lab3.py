@@ -19,12 +19,12 @@ only its own points:
 * make_vjp runs with mini's ``Box`` and backward_pass, grad with those and mini's make_vjp,
   ``jacobian_reverse`` with them too.
 
-While lab 3 is graded the worker switches off mini's versions of what the lab asks for (REFERENCE,
-see autograder.guard).  The stand-ins above are private copies made when this module is imported,
-before that happens, so they keep working.
+While lab 3 is graded mini's versions of what the lab asks for are switched off (REFERENCE, see
+autograder.guard).  The stand-ins above are detached copies made when this module is imported
+(``guard.detached``), so they keep working.  mini's ``Box`` is not switched off (its stand-in is
+the class itself): instead the tracer checks refuse a ``Box`` whose ``apply`` or operators are
+mini's, inherited from mini's ``Box`` or from the classes it is built on.
 """
-import contextlib
-import types
 import warnings
 
 import numpy as np
@@ -32,44 +32,19 @@ import numpy as np
 import mini
 import mini.autodiff
 import mini.forward
+from autograder import guard
 from autograder.checks import Case, program_listing
 from mini.autodiff import Box
 from mini.primitives import Primitive
 from mini.table import sum_to_shape
 
-REFERENCE = ("mini.backward_pass", "mini.autodiff.backward_pass",
-             "mini.add_outgrads", "mini.autodiff.add_outgrads",
-             "mini.make_vjp", "mini.autodiff.make_vjp",
-             "mini.grad", "mini.autodiff.grad",
-             "mini.value_and_grad", "mini.autodiff.value_and_grad",
-             "mini.numerical_grad", "mini.gradcheck.numerical_grad",
-             "mini.autodiff.Box", "mini.vjp_of", "mini.table.vjp_of",
-             "mini.jacobian", "mini.autodiff.jacobian",
-             "mini.make_jvp", "mini.forward.make_jvp", "mini.jvp", "mini.forward.jvp")
+REFERENCE = ("mini.backward_pass", "mini.add_outgrads", "mini.make_vjp", "mini.grad",
+             "mini.value_and_grad", "mini.numerical_grad", "mini.vjp_of", "mini.jacobian",
+             "mini.make_jvp", "mini.jvp")
 
 
-def _detached(module):
-    """Copies of ``module``'s functions that find each other in a snapshot of the module taken now.
-
-    The guard later replaces ``mini.autodiff.backward_pass`` and friends with stubs; mini's own
-    ``make_vjp`` looks ``backward_pass`` up in its module when it runs, so it would find the stub.
-    These copies look it up in the snapshot instead.
-    """
-    snapshot = dict(vars(module))
-    for name, value in vars(module).items():
-        if isinstance(value, types.FunctionType) and value.__globals__ is vars(module):
-            copy = types.FunctionType(value.__code__, snapshot, value.__name__, value.__defaults__,
-                                      value.__closure__)
-            copy.__kwdefaults__, copy.__doc__ = value.__kwdefaults__, value.__doc__
-            snapshot[name] = copy
-    return types.SimpleNamespace(**snapshot)
-
-
-ref = _detached(mini.autodiff)   # ref.backward_pass, ref.add_outgrads, ref.make_vjp, ref.grad, ...
-ref_forward = _detached(mini.forward)
-ref_table = mini.vjp_table       # the dict itself: the guard rebinds names, never empties it
-ref_vjp_of = mini.vjp_of
-ref_toposort = mini.toposort
+# ref.backward_pass, ref.add_outgrads, ref.make_vjp, ref.grad, ref.toposort, ...
+ref, ref_forward, ref_table = guard.detached("mini.autodiff", "mini.forward", "mini.table")
 
 
 def ref_unbroadcast(g, shape):
@@ -101,7 +76,7 @@ TRACER_HINT = ("Box.apply(prim, args, kwargs) must return a new Box whose value 
 
 def _graph(end):
     """The graph recorded behind ``end``, node by node in mini's topological order, as plain data."""
-    order = ref_toposort(end)
+    order = ref.toposort(end)
     index = {id(node): i for i, node in enumerate(order)}
     rows = []
     for node in order:
@@ -122,6 +97,24 @@ def _constant(arg):
     return arg if isinstance(arg, (int, float, np.ndarray)) else repr(arg)
 
 
+TRACER_METHODS = ("apply", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                  "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__",
+                  "__getitem__")
+
+
+def _refuse_minis_operators(box_class):
+    """A TypeError if ``box_class`` gets ``apply`` or an operator from a class of mini's (its own
+    ``Box``, or the traced values it is built on): those are what the tracer fill-in writes."""
+    if not isinstance(box_class, type):
+        raise TypeError(f"Box should be a class, got {type(box_class).__name__}")
+    for method in TRACER_METHODS:
+        owner = next((cls for cls in box_class.__mro__ if method in vars(cls)), None)
+        if owner is not None and owner.__module__.split(".")[0] == "mini":
+            raise TypeError(f"Box.{method} is {owner.__module__}.{owner.__qualname__}.{method}, "
+                            "mini's own: write apply and the operators in your Box (it derives "
+                            "from mini.Node and Traced only)")
+
+
 def _tracer_case(what, inputs, program):
     """Case: ``program(*boxes)`` traced by the student's Box and by mini's; the graphs and the
     gradients of the inputs (mini's backward_pass on each graph) must agree."""
@@ -137,8 +130,11 @@ def _tracer_case(what, inputs, program):
                 "gradients of the inputs": {name: grads.get(box, 0.0 * box.value)
                                             for (name, _), box in zip(inputs, boxes)}}
 
-    return Case(what=what, call=lambda student: outcome(student.Box),
-                expected=lambda: outcome(Box), hint=TRACER_HINT)
+    def call(student):
+        _refuse_minis_operators(student.Box)
+        return outcome(student.Box)
+
+    return Case(what=what, call=call, expected=lambda: outcome(Box), hint=TRACER_HINT)
 
 
 def tracer_running_example_check(rng):
@@ -225,33 +221,22 @@ def _arguments(args):
                      else repr(arg) for arg in args)
 
 
-class _SwitchedOff:
-    """What each entry of mini's VJP table holds while a student's table entry runs."""
-
-    def __init__(self, prim):
-        self.name = getattr(prim, "__name__", repr(prim))
-
-    def __getitem__(self, argnum):
-        raise LookupError(f"mini.vjp_table[{self.name}] is mini's reference for what "
-                          "lab3_autodiff asks you to write, so it is switched off while your "
-                          "table is graded: use your own")
-
-
-@contextlib.contextmanager
-def _mini_table_switched_off():
-    """mini's VJP table, emptied of its VJPs for the duration (the dict itself: a VJP that looks
-    mini's up when it runs finds nothing), then put back as it was."""
-    saved = dict(ref_table)
-    ref_table.update({prim: _SwitchedOff(prim) for prim in saved})
-    try:
-        yield
-    finally:
-        ref_table.clear()
-        ref_table.update(saved)
+def _mini_vjps_switched_off():
+    """Every VJP of mini's table raising for the duration, however the notebook reaches it (the
+    table, ``mini.vjp_of``, a copy kept in a list): the student's table entry runs alone."""
+    messages = {}
+    for prim, entries in mini.vjp_table.items():
+        name = getattr(prim, "__name__", repr(prim))
+        rules = entries.items() if isinstance(entries, dict) else [("every argument", entries.rule)]
+        for argnum, vjp in rules:
+            messages[vjp] = (f"mini's VJP of {name} ({argnum}), from mini.vjp_table, is mini's "
+                             "reference for what lab3_autodiff asks you to write, so it is "
+                             "switched off while your table is graded: use your own")
+    return guard.switched_off(messages)
 
 
 def _is_mini_entry(vjp, prim, argnum):
-    entries = ref_table.get(prim)
+    entries = mini.vjp_table.get(prim)
     return isinstance(entries, dict) and entries.get(argnum) is vjp
 
 
@@ -282,7 +267,7 @@ def _table_case(rng, label, prim_of, argnum, variants, expected_vjp, hint):
             raise LookupError(f"vjps[{label}][{argnum}] is mini's own VJP, taken from "
                               "mini.vjp_table: write your own")
         results = {}
-        with student.using(unbroadcast=ref_unbroadcast), _mini_table_switched_off():
+        with student.using(unbroadcast=ref_unbroadcast), _mini_vjps_switched_off():
             for args, kwargs, ans, g in drawn:
                 try:
                     results[name(args, kwargs, g)] = vjp(_copy(g), _copy(ans), *map(_copy, args),
@@ -302,7 +287,7 @@ def _table_case(rng, label, prim_of, argnum, variants, expected_vjp, hint):
 
 
 def _mini_vjp(prim, argnum):
-    return lambda g, ans, *args, **kwargs: ref_vjp_of(prim, argnum)(g, ans, *args, **kwargs)
+    return lambda g, ans, *args, **kwargs: ref_table.vjp_of(prim, argnum)(g, ans, *args, **kwargs)
 
 
 BINARY_HINT = ("each argument's VJP is g times the partial derivative of the output with respect "
@@ -560,7 +545,7 @@ def _backward_case(rng, spec, what, only=None, hint=BACKWARD_HINT, listing=""):
         return {_node_key(node): grads.get(node, MISSING) for node in keep}
 
     def call(student):
-        with student.using(add_outgrads=ref.add_outgrads, toposort=ref_toposort, vjps=ref_table):
+        with student.using(add_outgrads=ref.add_outgrads, toposort=ref.toposort, vjps=mini.vjp_table):
             return gradients(student.backward_pass)
 
     return Case(what=what + f", g = {_describe(g)}" + listing, call=call,

@@ -26,6 +26,7 @@ import types
 import numpy as np
 
 import mini
+from autograder import guard
 from autograder.checks import Case, program_listing
 from mini import autodiff as _autodiff
 from mini import backend as _backend
@@ -33,24 +34,19 @@ from mini import framework as fw
 from mini import graph as _graph
 from mini import nn
 
-# mini's reference, kept here before the worker's guard can stub anything (see autograder.guard)
+# mini's reference, copied before anything is switched off (see autograder.guard): the stand-ins
+_fw, _nn = guard.detached("mini.framework", "mini.nn")
 _Session = fw.Session
-_gradients = fw.gradients
 _Optimizer = fw.GradientDescentOptimizer
-_prune = fw.prune
-_rebuilt = fw.rebuilt
-_fold = fw.fold_constants
-_cse = fw.eliminate_common_subexpressions
-_signature = fw.signature
-_place = fw.place
-_device = fw.device
 _Classifier = nn.SentimentClassifier
-_cross_entropy = nn.softmax_cross_entropy
+_gradients, _prune, _rebuilt, _device = _fw.gradients, _fw.prune, _fw.rebuilt, _fw.device
+_fold, _cse, _signature = _fw.fold_constants, _fw.eliminate_common_subexpressions, _fw.signature
+_place, _cross_entropy = _fw.place, _nn.softmax_cross_entropy
 
-REFERENCE = ["mini.graph.evaluate", "mini.evaluate", "mini.framework.fold_constants",
+REFERENCE = ["mini.evaluate", "mini.framework.fold_constants",
              "mini.framework.eliminate_common_subexpressions", "mini.framework.signature",
              "mini.framework.place", "mini.framework.optimize"]
-"""What the worker disables for the whole notebook: what no cell of the lab calls.  lab 2's
+"""What is switched off for the whole notebook: what no cell of the lab calls.  lab 2's
 ``evaluate`` runs a framework graph (it ignores unfed placeholders).  ``Session``, ``gradients``,
 ``prune``, ``rebuilt`` and the classifier are NOT listed: the lab trains with mini's on purpose,
 so that training works even when a fill-in is wrong, and the visible tests of one fill-in use
@@ -66,21 +62,8 @@ def _copy(value):
 # mini's versions switched off while the student's function runs
 # ---------------------------------------------------------------------------------------------
 
-class ReferenceDisabled(RuntimeError):
-    """The submission called mini's own version of the function it was asked to write."""
-
-
-def _refuse(what, fill_in):
-    def disabled(*args, **kwargs):
-        raise ReferenceDisabled(f"{what} is mini's own version of what {fill_in} asks you to "
-                                f"write, so it is switched off while {fill_in} is checked: write "
-                                "it yourself")
-    return disabled
-
-
-SESSION_REFERENCES = [(fw.Session, "run"), (_graph, "evaluate"), (mini, "evaluate")]
-GRADIENTS_REFERENCES = [(fw, "gradients"), (_autodiff, "backward_pass"), (fw, "backward_pass"),
-                        (mini, "backward_pass")]
+SESSION_REFERENCES = [(fw.Session, "run"), (_graph, "evaluate")]
+GRADIENTS_REFERENCES = [(fw, "gradients"), (_autodiff, "backward_pass")]
 CLASSIFIER_REFERENCES = [(nn.SentimentClassifier, "logits"), (nn.SentimentClassifier, "loss"),
                          (nn.Embedding, "__call__"), (nn.Linear, "__call__"),
                          (nn, "masked_mean"), (nn, "softmax_cross_entropy")]
@@ -89,31 +72,18 @@ CSE_REFERENCES = [(fw, "eliminate_common_subexpressions"), (fw, "optimize"), (fw
 PLACE_REFERENCES = [(fw, "place")]
 
 
-@contextlib.contextmanager
-def _without(student, references, fill_in):
-    """Make every ``(owner, attribute)`` of ``references`` raise, and every name of the notebook
-    bound to one of them (a bound method counts), until the block ends."""
-    places, stubs = [], {}
-    for owner, name in references:
-        value = owner.__dict__.get(name)
-        key = id(getattr(value, "__func__", value))
-        places.append((owner, name, value, key))
-        stubs.setdefault(key, _refuse(f"{getattr(owner, '__name__', owner)}.{name}", fill_in))
-    aliases = {name: stubs[id(getattr(value, "__func__", value))]
-               for name, value in list(student._namespace.items())
-               if id(getattr(value, "__func__", value)) in stubs}
-    for owner, name, _, key in places:
-        setattr(owner, name, stubs[key])
-    try:
-        with student.using(**aliases):
-            yield
-    finally:
-        for owner, name, value, _ in reversed(places):
-            setattr(owner, name, value)
+def _without(references, fill_in):
+    """Every ``(owner, attribute)`` of ``references`` raising until the block ends, however the
+    notebook reaches it (an alias, a bound method, a subclass): :func:`autograder.guard.switched_off`."""
+    return guard.switched_off({
+        vars(owner)[name]: f"{getattr(owner, '__name__', owner)}.{name} is mini's own version of "
+                           f"what {fill_in} asks you to write, so it is switched off while "
+                           f"{fill_in} is checked: write it yourself"
+        for owner, name in references})
 
 
-def _without_reference_runners(student):
-    return _without(student, SESSION_REFERENCES, "session_run")
+def _without_reference_runners():
+    return _without(SESSION_REFERENCES, "session_run")
 
 
 def _reference_run(graph):
@@ -187,7 +157,7 @@ def _session_case(what, build, runs, hint=SESSION_HINT):
     def call(student):
         with fw.Graph().as_default():
             graph, nodes = build()
-        with _without_reference_runners(student):
+        with _without_reference_runners():
             return runs(student.session_run, nodes)
 
     def expected():
@@ -543,7 +513,7 @@ def session_devices_check(rng):
     def call(student):
         def run_of(graph):
             def run(*args):
-                with _without_reference_runners(student):
+                with _without_reference_runners():
                     return student.session_run(*args)
             return run
         return outcome(run_of)
@@ -618,7 +588,7 @@ def _gradients_case(what, build, feed_values, hint=GRADIENTS_HINT):
 
     def call(student):
         def student_gradients(loss, variables):
-            with _without(student, GRADIENTS_REFERENCES, "gradients"):
+            with _without(GRADIENTS_REFERENCES, "gradients"):
                 return student.gradients(loss, variables)
         return outcome(student_gradients)
 
@@ -735,11 +705,11 @@ def _classifier_case(what, rng, runs, scale=1.0, hint=CLASSIFIER_HINT):
 
     def call(student):
         def logits_of(*args):
-            with _without(student, CLASSIFIER_REFERENCES, "classifier_logits"):
+            with _without(CLASSIFIER_REFERENCES, "classifier_logits"):
                 return student.classifier_logits(*args)
 
         def loss_of(*args):
-            with _without(student, CLASSIFIER_REFERENCES, "classifier_loss"):
+            with _without(CLASSIFIER_REFERENCES, "classifier_loss"):
                 return student.classifier_loss(*args)
         return outcome(logits_of, loss_of)
 
@@ -839,7 +809,7 @@ def classifier_training_step_check(rng):
 
     def call(student):
         def build(*args):
-            with _without(student, CLASSIFIER_REFERENCES, "build_training_step"):
+            with _without(CLASSIFIER_REFERENCES, "build_training_step"):
                 return student.build_training_step(*args)
         return outcome(build)
 
@@ -926,10 +896,10 @@ def run_student_pass(student, pass_name):
     gets mini's prune and rebuilt in place of the student's (they belong to the first)."""
     def run(fetches):
         if pass_name == "fold_constants":
-            with _without(student, FOLD_REFERENCES, pass_name):
+            with _without(FOLD_REFERENCES, pass_name):
                 return student.fold_constants(fetches)
         with student.using(prune=_prune, rebuilt=_rebuilt), \
-                _without(student, CSE_REFERENCES, pass_name):
+                _without(CSE_REFERENCES, pass_name):
             return student.eliminate_common_subexpressions(fetches)
     return run
 
@@ -979,7 +949,7 @@ def fold_prune_and_rebuilt_check(rng):
     def call(student):
         def guarded(name):
             def run(*args):
-                with _without(student, FOLD_REFERENCES, "fold_constants"):
+                with _without(FOLD_REFERENCES, "fold_constants"):
                     return getattr(student, name)(*args)
             return run
         return outcome(guarded("prune"), guarded("rebuilt"))
@@ -1097,7 +1067,7 @@ def signature_check(rng):
         return result
 
     def call(student):
-        with _without(student, CSE_REFERENCES, "signature"):
+        with _without(CSE_REFERENCES, "signature"):
             return outcome(student.signature)
 
     return Case(what=f"signature on pairs of Operations over Placeholders x, y of shape ({m}, {m}), "
@@ -1136,7 +1106,7 @@ def optimize_check(rng):
     def call(student):
         def optimize_of(ends):
             with student.using(prune=_prune, rebuilt=_rebuilt, fold_constants=_fold), \
-                    _without(student, CSE_REFERENCES, "optimize"):
+                    _without(CSE_REFERENCES, "optimize"):
                 return student.optimize(ends)
         return outcome(optimize_of)
 
@@ -1181,7 +1151,7 @@ def _place_case(what, rng, by_hand, hint):
 
     def call(student):
         def place_of(*args):
-            with student.using(prune=_prune), _without(student, PLACE_REFERENCES, "place"):
+            with student.using(prune=_prune), _without(PLACE_REFERENCES, "place"):
                 return student.place(*args)
         return outcome(place_of)
 
