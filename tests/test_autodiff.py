@@ -1,4 +1,5 @@
-"""mini.autodiff against closed forms, the autograd package and central differences."""
+"""mini.autodiff against closed forms, the autograd package and central differences; random
+programs from autograder.checks.programs, run with mini and with autograd.numpy."""
 import warnings
 
 import autograd
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mini
+from autograder.checks.programs import MOVES, call_mini, listing, random_program, run_steps
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
 
@@ -35,11 +37,6 @@ def test_two_layer_net_gradients_equal_the_closed_forms():
 
 # --- random compositions vs autograd ------------------------------------------------------------
 
-class MiniOps:
-    exp, tanh, sigmoid, relu, log, maximum = mini.exp, mini.tanh, mini.sigmoid, mini.relu, mini.log, mini.maximum
-    sum, mean, logsumexp, softmax, log_softmax = mini.sum, mini.mean, mini.logsumexp, mini.softmax, mini.log_softmax
-
-
 def a_logsumexp(x, axis=None, keepdims=False):
     """logsumexp in autograd.numpy (its scipy wrapper would pull in scipy)."""
     m = anp.max(x, axis=axis, keepdims=True)
@@ -47,75 +44,53 @@ def a_logsumexp(x, axis=None, keepdims=False):
     return out if keepdims else anp.squeeze(out, axis=axis)
 
 
-class AutogradOps:
-    exp, tanh, log, maximum, sum, mean = anp.exp, anp.tanh, anp.log, anp.maximum, anp.sum, anp.mean
-    sigmoid = staticmethod(lambda x: 0.5 * (anp.tanh(0.5 * x) + 1))
-    relu = staticmethod(lambda x: anp.maximum(x, 0.0))
-    logsumexp = staticmethod(lambda x, axis=None, keepdims=False: a_logsumexp(x, axis=axis, keepdims=keepdims))
-    log_softmax = staticmethod(lambda x, axis=-1: x - a_logsumexp(x, axis=axis, keepdims=True))
-    softmax = staticmethod(lambda x, axis=-1: anp.exp(x - a_logsumexp(x, axis=axis, keepdims=True)))
+AUTOGRAD = {   # mini's primitives, by name, written with autograd.numpy
+    "add": anp.add, "subtract": anp.subtract, "multiply": anp.multiply, "divide": anp.divide,
+    "power": anp.power, "maximum": anp.maximum, "negative": anp.negative, "exp": anp.exp,
+    "log": anp.log, "tanh": anp.tanh, "sum": anp.sum, "mean": anp.mean, "matmul": anp.matmul,
+    "transpose": anp.transpose, "logsumexp": a_logsumexp,
+    "sigmoid": lambda x: 0.5 * (anp.tanh(0.5 * x) + 1),
+    "relu": lambda x: anp.maximum(x, 0.0),
+    "log_softmax": lambda x, axis=-1: x - a_logsumexp(x, axis=axis, keepdims=True),
+    "softmax": lambda x, axis=-1: anp.exp(x - a_logsumexp(x, axis=axis, keepdims=True)),
+}
 
 
-UNARY = {
-    "exp_tanh": lambda o, a: o.exp(o.tanh(a)),
-    "tanh": lambda o, a: o.tanh(a),
-    "sigmoid": lambda o, a: o.sigmoid(a),
-    "relu": lambda o, a: o.relu(a),
-    "neg": lambda o, a: -a,
-    "log1p_sq": lambda o, a: o.log(a * a + 1.0),
-    "pow": lambda o, a: (a * a + 1.0) ** 1.5,
-    "scale": lambda o, a: 0.5 * a - 1.0,
-    "softmax": lambda o, a: o.softmax(a, axis=-1),
-    "log_softmax": lambda o, a: o.log_softmax(a, axis=-1),
-    "sum_keep": lambda o, a: o.sum(a, axis=-1, keepdims=True),
-    "mean_keep0": lambda o, a: o.mean(a, axis=0, keepdims=True),
-    "lse_keep": lambda o, a: o.logsumexp(a, axis=-1, keepdims=True),
-}
-BINARY = {
-    "add": lambda o, a, b: a + b,
-    "sub": lambda o, a, b: a - b,
-    "mul": lambda o, a, b: a * b,
-    "div": lambda o, a, b: a / (b * b + 1.0),
-    "max": lambda o, a, b: o.maximum(a, b),
-}
+def autograd_call(primitive_name, args, kwargs):
+    """Run a program's step with autograd.numpy instead of mini (see programs.run_steps)."""
+    return AUTOGRAD[primitive_name](*args, **kwargs)
 
 
 @st.composite
-def programs(draw):
-    """A shape, and a list of steps each reading earlier values (so values fan out)."""
-    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
-    steps = []
-    for i in range(draw(st.integers(1, 8))):
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.sampled_from(sorted(UNARY))), draw(st.integers(0, i))))
-        else:
-            steps.append(("b", draw(st.sampled_from(sorted(BINARY))),
-                          draw(st.integers(0, i)), draw(st.integers(0, i))))
-    return shape, steps
+def programs(draw, shapes=st.lists(st.integers(1, 4), min_size=1, max_size=3)):
+    """A random program over an input x of a drawn shape and c, broadcasting against it, with
+    every move; operands drawn from every value so far, so values fan out, and every value joined
+    into the end.  Hypothesis draws the shape, the length and the seed, and shrinks them."""
+    shape = tuple(draw(shapes))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return random_program(rng, [("x", shape), ("c", shape[-1:])], draw(st.integers(1, 8)),
+                          dict.fromkeys(MOVES, 1), prefer_recent=False, join_unread=True)
 
 
-def run_program(ops, steps, x, c):
-    """Value 0 is x, value 1 is a broadcasting constant-times-x; each step appends a value."""
-    values = [x * c]
-    for step in steps:
-        if step[0] == "u":
-            values.append(UNARY[step[1]](ops, values[step[2]]))
-        else:
-            values.append(BINARY[step[1]](ops, values[step[2]], values[step[3]]))
-    return ops.sum(values[-1] * values[-1]) + ops.sum(values[0])
+def loss_of(program, call=call_mini):
+    """The program as a function of its input x (c fixed): sum(end * end), each step run with
+    ``call``."""
+    inputs, steps = program
+
+    def loss(x):
+        end = run_steps(steps, {**dict(inputs), "x": x}, call)[steps[-1][0]]
+        return call("sum", [call("multiply", [end, end], {})], {})
+    return loss
 
 
 @SETTINGS
-@given(programs(), st.integers(0, 2**31))
-def test_random_programs_match_autograd(program, seed):
-    shape, steps = program
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    c = rng.standard_normal(shape[-1:])      # broadcasts against x
-    ours = mini.grad(lambda x: run_program(MiniOps, steps, x, c))(x)
-    theirs = autograd.grad(lambda x: run_program(AutogradOps, steps, x, c))(x)
-    assert np.allclose(ours, theirs, rtol=1e-9, atol=1e-9), (steps, ours, theirs)
-    mini.check_grads(lambda x: run_program(MiniOps, steps, x, c), x)
+@given(programs())
+def test_random_programs_match_autograd(program):
+    x = dict(program[0])["x"]
+    ours = mini.grad(loss_of(program))(x)
+    theirs = autograd.grad(loss_of(program, autograd_call))(x)
+    assert np.allclose(ours, theirs, rtol=1e-9, atol=1e-9), (listing(program), ours, theirs)
+    mini.check_grads(loss_of(program), x)
 
 
 @SETTINGS

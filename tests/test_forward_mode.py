@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_autodiff import AutogradOps, MiniOps, programs, run_program
+from test_autodiff import autograd_call, loss_of, programs
 
 import mini
+from autograder.checks.programs import listing
 from mini import linear, primitives, table
 from mini.table import Primitive
 
@@ -130,14 +131,12 @@ def test_jvp_and_vjp_are_the_same_jacobian_and_the_jvp_is_the_derivative(prim, a
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(programs(), st.integers(0, 2**31))
 def test_jvps_of_random_programs_equal_autograds_make_jvp(program, seed):
-    shape, steps = program
-    rng = np.random.default_rng(seed)
-    x, v = rng.standard_normal(shape), rng.standard_normal(shape)
-    c = rng.standard_normal(shape[-1:])
-    value, ours = mini.make_jvp(lambda x: run_program(MiniOps, steps, x, c), x)(v)
-    their_value, theirs = autograd.make_jvp(lambda x: run_program(AutogradOps, steps, x, c))(x)(v)
+    x = dict(program[0])["x"]
+    v = np.random.default_rng(seed).standard_normal(x.shape)
+    value, ours = mini.make_jvp(loss_of(program), x)(v)
+    their_value, theirs = autograd.make_jvp(loss_of(program, autograd_call))(x)(v)
     np.testing.assert_allclose(value, their_value, rtol=1e-12)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-9, err_msg=str(steps))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-9, err_msg=listing(program))
 
 
 def test_jvp_of_a_vector_function_with_matrices_and_indexing():

@@ -1,11 +1,13 @@
 """mini.framework (the static, TensorFlow-v1 style front end) against closed forms, central
-differences and mini.autodiff on 200 random graphs; every error names the node at fault."""
+differences and mini.autodiff on 200 random graphs (autograder.checks.programs); every error
+names the node at fault."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mini
+from autograder.checks.programs import MOVES, listing, random_program, run_steps
 from mini import framework as fw
 
 E55 = np.exp(5.5)
@@ -79,80 +81,33 @@ def test_minimize_takes_one_gradient_step_per_run(graph):
 M, N = 3, 4
 SHAPES = [(), (N,), (1, N), (M, 1), (M, N)]     # every pair broadcasts, to at most (M, N)
 
-UNARY = {
-    "tanh": mini.tanh, "sigmoid": mini.sigmoid, "negative": mini.negative, "relu": mini.relu,
-    "square": lambda x: x * x,                                   # one node read twice: fan-out
-    "exp_tanh": lambda x: mini.exp(mini.tanh(x)),
-    "log1p_square": lambda x: mini.log(1.0 + x * x),
-    "affine": lambda x: 0.5 * x - 1.0,
-}
-BINARY = {
-    "add": mini.add, "subtract": mini.subtract, "multiply": mini.multiply, "maximum": mini.maximum,
-    "divide": lambda x, y: x / (1.0 + y * y),
-}
-REDUCE = {   # name: (function, the shapes it accepts, the shape it gives)
-    "sum": (mini.sum, lambda s: True, lambda s: ()),
-    "mean_last": (lambda x: mini.mean(x, axis=-1, keepdims=True), lambda s: len(s) >= 1,
-                  lambda s: s[:-1] + (1,)),
-    "sum_first": (lambda x: mini.sum(x, axis=0, keepdims=True), lambda s: len(s) == 2,
-                  lambda s: (1,) + s[1:]),
-    "log_softmax": (mini.log_softmax, lambda s: len(s) >= 1, lambda s: s),
-    "matmul_W": (None, lambda s: len(s) >= 1 and s[-1] == N, lambda s: s),
-}
-
 
 @st.composite
 def programs(draw):
-    """A random program: input shapes, then steps (operation, operand positions) over the pool of
-    values computed so far; operands are drawn from the whole pool, so values fan out."""
+    """A random program over one to three inputs of SHAPES and W of shape (N, N), with every
+    move; operands drawn from every value so far, so values fan out, and every value joined into
+    the end.  Hypothesis draws the shapes, the length and the seed, and shrinks them."""
     shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3))
-    pool, steps = list(shapes), []
-    for _ in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["unary", "binary", "reduce"]))
-        i = draw(st.integers(0, len(pool) - 1))
-        if kind == "unary":
-            steps.append((draw(st.sampled_from(sorted(UNARY))), (i,)))
-        elif kind == "binary":
-            j = draw(st.integers(0, len(pool) - 1))
-            steps.append((draw(st.sampled_from(sorted(BINARY))), (i, j)))
-            pool.append(np.broadcast_shapes(pool[i], pool[j]))
-            continue
-        else:
-            fits = sorted(name for name, (_, accepts, _) in REDUCE.items() if accepts(pool[i]))
-            name = draw(st.sampled_from(fits))
-            steps.append((name, (i,)))
-            pool.append(REDUCE[name][2](pool[i]))
-            continue
-        pool.append(pool[i])
-    return shapes, steps, draw(st.integers(0, 2**32 - 1))
+    inputs = [(f"x{k}", shape) for k, shape in enumerate(shapes)] + [("W", (N, N))]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return random_program(rng, inputs, draw(st.integers(1, 8)), dict.fromkeys(MOVES, 1),
+                          prefer_recent=False, join_unread=True)
 
 
-def run_program(steps, inputs, W):
-    """The shared recipe: the same primitive calls on arrays (eager) or on Variables (framework)."""
-    pool = list(inputs)
-    for name, operands in steps:
-        args = [pool[i] for i in operands]
-        if name in UNARY:
-            pool.append(UNARY[name](*args))
-        elif name in BINARY:
-            pool.append(BINARY[name](*args))
-        elif name == "matmul_W":
-            pool.append(mini.matmul(args[0], W))
-        else:
-            pool.append(REDUCE[name][0](*args))
-    return mini.sum(pool[-1]) + 0.5 * mini.sum(pool[-2] * pool[-2])
+def loss_of(program, inputs):
+    """The shared recipe: sum(end) of the program run on ``inputs`` ({name: value}), arrays
+    (eager), traced values or Variables (framework) alike."""
+    steps = program[1]
+    return mini.sum(run_steps(steps, inputs)[steps[-1][0]])
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(programs())
 def test_framework_gradients_equal_central_differences_and_mini_grad_on_random_graphs(program):
-    shapes, steps, seed = program
-    rng = np.random.default_rng(seed)
-    params = {f"x{k}": rng.standard_normal(shape) for k, shape in enumerate(shapes)}
-    params["W"] = rng.standard_normal((N, N))
+    params = dict(program[0])
 
     def loss(p):
-        return run_program(steps, [p[f"x{k}"] for k in range(len(shapes))], p["W"])
+        return loss_of(program, p)
 
     eager_value, eager_grads = mini.value_and_grad(loss)(params)
 
@@ -168,9 +123,9 @@ def test_framework_gradients_equal_central_differences_and_mini_grad_on_random_g
         assert np.shape(grads[name]) == np.shape(params[name]), name
         numerical = mini.numerical_grad(lambda v: loss({**params, name: v}), params[name])
         np.testing.assert_allclose(grads[name], numerical, rtol=1e-5, atol=1e-5,
-                                   err_msg=f"gradient of {name} for program {steps}")
+                                   err_msg=f"gradient of {name} for the program{listing(program)}")
         np.testing.assert_allclose(grads[name], eager_grads[name], rtol=1e-10, atol=1e-10,
-                                   err_msg=f"gradient of {name} for program {steps}")
+                                   err_msg=f"gradient of {name} for the program{listing(program)}")
 
 
 # --- running only what the fetches need, in the shape they were asked -----------------------------
@@ -289,28 +244,25 @@ def _plan(fetches):
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(programs(), st.integers(0, 2**32 - 1))
 def test_optimize_keeps_every_value_and_leaves_nothing_to_fold_or_merge(program, kinds):
-    shapes, steps, seed = program
-    rng = np.random.default_rng(seed)
-    values = [rng.standard_normal(shape) for shape in shapes]
     with fw.Graph().as_default() as graph:
-        inputs = [fw.Constant(v, f"c{k}") if kinds >> k & 1 else fw.Variable(v, f"x{k}")
-                  for k, v in enumerate(values)]
-        W = fw.Constant(rng.standard_normal((N, N)), "W")
-        loss = run_program(steps, inputs, W)
-        again = run_program(steps, inputs, W)            # the same program built twice: all repeats
-        variables = [node for node in inputs if isinstance(node, fw.Variable)]
+        inputs = {name: (fw.Constant if kinds >> k & 1 else fw.Variable)(value, name)
+                  for k, (name, value) in enumerate(program[0])}
+        loss = loss_of(program, inputs)
+        again = loss_of(program, inputs)        # the same program built twice: all repeats
+        variables = [node for node in inputs.values() if isinstance(node, fw.Variable)]
         fetches = [loss, again] + fw.gradients(loss + again, variables)
     plain = fw.Session(graph).run(fetches)
     optimised = fw.Session(graph, optimize=True).run(fetches)
     for got, want in zip(optimised, plain):
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=str(steps))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=listing(program))
 
     plan = _plan(fetches)
     operations = [node for node in plan if node.fun is not None]
     assert not any(all(isinstance(p, fw.Constant) for p in node.parents) for node in operations)
     assert len({fw.signature(node) for node in operations}) == len(operations)
     assert len(plan) < len(fw.prune(fetches))
-    assert {n for n in plan if n.fun is None and not isinstance(n, fw.Constant)} <= set(inputs)
+    assert ({n for n in plan if n.fun is None and not isinstance(n, fw.Constant)}
+            <= set(inputs.values()))
 
 
 def test_folding_turns_constant_arithmetic_into_one_constant(graph):

@@ -15,7 +15,8 @@ processes: the grader sends the seed to the worker, the worker returns the JSON 
 student both halves run in the kernel (``autograder.hidden.grade``).
 
 Each lab module defines ``CHECKS = {fill_in_name: [check, ...]}``; the test cell of that fill-in
-has nbgrader id ``test_<fill_in_name>``.
+has nbgrader id ``test_<fill_in_name>``.  The random programs that checks (and tests) run come from
+:mod:`autograder.checks.programs`.
 """
 import contextlib
 import dataclasses
@@ -149,22 +150,6 @@ def verify(case, outcome):
     problem = _difference(from_plain(outcome["result"]), case.expected(), case.rtol, case.atol)
     if problem:
         raise AssertionError(f"{case.what}: {problem}" + (f"\nHint: {case.hint}" if case.hint else ""))
-
-
-def program_listing(input_lines, steps):
-    """A drawn program as indented lines, for a failure message that shows the graph tested.
-
-    ``input_lines`` say what the inputs are (``"x1 = input of shape (2, 3)"``); each step is
-    ``(name, primitive name, operand names, {position: constant}, keyword arguments)``.
-    """
-    lines = list(input_lines)
-    for name, primitive_name, operands, constants, kwargs in steps:
-        args = list(operands)
-        for position, constant in sorted(constants.items()):
-            args.insert(position, repr(constant))
-        args += [f"{key}={value!r}" for key, value in kwargs.items()]
-        lines.append(f"{name} = {primitive_name}({', '.join(args)})")
-    return "\n    ".join([""] + lines)
 
 
 def to_plain(value):

@@ -1,11 +1,12 @@
 """Hidden checks of lab 2 (computation graphs: wiring nodes, adjoints by hand, topological order,
 evaluation, quiz).
 
-Graphs are drawn at grading time from the seed as a plain *spec* (names, primitives, constants,
-parent names), and each half of a check builds its own :class:`mini.graph.Node` objects from it, so
-the student's code can never change the graph the expected answer is computed on.  Expected values
-come from mini's reference (``mini.graph.toposort``, ``mini.graph.evaluate``,
-``mini.backward_pass``), never from numbers written here.
+Graphs are drawn at grading time from the seed as a plain program (names, primitives, operand
+names, constants: :mod:`autograder.checks.programs`), and each half of a check builds its own
+:class:`mini.graph.Node` objects from it, so the student's code can never change the graph the
+expected answer is computed on.  Expected values come from mini's reference
+(``mini.graph.toposort``, ``mini.graph.evaluate``, ``mini.backward_pass``), never from numbers
+written here.
 
 A topological order is not unique, so a toposort check does not compare orders: the call side
 turns the student's order into a per-node report ("once, after all of its parents", "missing",
@@ -24,6 +25,7 @@ import numpy as np
 import mini
 from mini import graph as _graph
 from autograder.checks import Case
+from autograder.checks.programs import random_program, run_steps
 
 # Switched off in the grading worker while lab 2 is graded (autograder.guard): the lab asks for the
 # order, the evaluation and the running example's adjoints, so mini's sort, evaluation and reverse
@@ -43,116 +45,52 @@ OK = "once, after all of its parents"
 RAISED_AS_ASKED = "raised CycleError naming a node on the cycle"
 
 # ---------------------------------------------------------------------------------------------
-# Graph specs and building them
+# Random graphs (programs of autograder.checks.programs) and their Nodes
 # ---------------------------------------------------------------------------------------------
-# A spec is a list of entries, inputs first:
-#   {"name": "v00", "value": array}                                              an input
-#   {"name": "v05", "fun": "add", "args": [None, 0.5], "parents": ["v01"], "argnums": [0],
-#    "kwargs": {}}                                                                an operation
-# with args holding constants at the positions that are not parents.
 
-UNARY = ("tanh", "sigmoid", "negative", "relu")
-BINARY = ("add", "subtract", "multiply", "maximum")
+MOVES = {"unary": 5, "binary": 8, "square": 1, "constant": 4, "reduce": 2}
+"""Elementwise functions, two parents, one parent twice (x * x), numbers and keyword arguments
+(axis, keepdims) in operations: everything a Node holds."""
 
 
-def build(spec, values=True):
-    """{name: Node} for a spec; inputs carry their value when ``values`` is true."""
-    nodes = {}
-    for entry in spec:
-        if "fun" not in entry:
-            nodes[entry["name"]] = _graph.Node(np.array(entry["value"]) if values else None,
-                                               name=entry["name"])
-        else:
-            nodes[entry["name"]] = _graph.Node(
-                None, getattr(mini, entry["fun"]), tuple(entry["args"]), dict(entry["kwargs"]),
-                parents=[nodes[p] for p in entry["parents"]], parent_argnums=entry["argnums"],
-                name=entry["name"])
+def random_graph(rng, n_inputs, n_operations, chain=False, vectors=False):
+    """A random program over ``n_inputs`` inputs ``x1, x2, ...``, numbers or vectors of one
+    length (``vectors=True``: all vectors of 2 to 4 numbers); ``chain=True`` makes each operation
+    read the one before (one long path, hence one valid order) and one of them square it."""
+    width = int(rng.integers(2 if vectors else 1, 5))
+    shapes = [(f"x{i + 1}", (width,) if vectors or rng.random() < 0.7 else ())
+              for i in range(n_inputs)]
+    return random_program(rng, shapes, n_operations, MOVES, chain=chain)
+
+
+def build(program, values=True):
+    """{name: Node} for a program; inputs carry their value when ``values`` is true."""
+    inputs, steps = program
+    nodes = run_steps(steps, {name: _graph.Node(np.array(value) if values else None, name=name)
+                              for name, value in inputs}, _operation_node)
+    for name, _, _, _, _ in steps:
+        nodes[name].name = name
     return nodes
 
 
-def _operation(rng, name, candidates, values):
-    """One random operation reading earlier nodes (recent ones more often); keeps values small."""
-    def pick():
-        weights = np.arange(1, len(candidates) + 1, dtype=float) ** 2
-        return candidates[int(rng.choice(len(candidates), p=weights / weights.sum()))]
-
-    kind = rng.choice(["unary", "binary", "same", "constant", "reduce"], p=[.25, .4, .05, .2, .1])
-    if kind == "unary":
-        entry = dict(fun=str(rng.choice(UNARY)), args=[None], parents=[pick()], argnums=[0])
-    elif kind == "binary":
-        a, b = pick(), pick()
-        entry = dict(fun=str(rng.choice(BINARY)), args=[None, None], parents=[a, b],
-                     argnums=[0, 1])
-    elif kind == "same":                   # x * x: the same parent twice, two edges
-        a = pick()
-        entry = dict(fun="multiply", args=[None, None], parents=[a, a], argnums=[0, 1])
-    elif kind == "constant":               # a number written into the operation, as 1.5 * x1
-        c = round(float(rng.uniform(-2, 2)), 2)
-        position = int(rng.integers(0, 2))
-        args = [c, c]
-        args[position] = None
-        entry = dict(fun=str(rng.choice(["add", "multiply", "subtract"])), args=args,
-                     parents=[pick()], argnums=[position])
-    else:                                  # keyword arguments, as the primitives' axis=...
-        a = pick()
-        entry = dict(fun=str(rng.choice(["sum", "mean"])), args=[None], parents=[a], argnums=[0],
-                     kwargs={"axis": 0, "keepdims": True})
-        if np.ndim(values[a]) == 0:        # nothing to reduce over in a single number
-            entry = dict(fun="tanh", args=[None], parents=[a], argnums=[0])
-    entry = {"name": name, "kwargs": {}, **entry}
-    value = _compute(entry, values)
-    if not np.all(np.abs(value) < 20):     # squash instead, so no value runs away
-        entry = {"name": name, "fun": "tanh", "args": [None], "parents": [entry["parents"][0]],
-                 "argnums": [0], "kwargs": {}}
-        value = _compute(entry, values)
-    values[name] = value
-    return entry
+def _operation_node(primitive_name, args, kwargs):
+    """A Node as the lab builds them: None in ``args`` where a parent's value goes."""
+    argnums = [i for i, arg in enumerate(args) if isinstance(arg, _graph.Node)]
+    return _graph.Node(None, getattr(mini, primitive_name),
+                       tuple(None if i in argnums else arg for i, arg in enumerate(args)),
+                       dict(kwargs), parents=[args[i] for i in argnums], parent_argnums=argnums)
 
 
-def _compute(entry, values):
-    args = list(entry["args"])
-    for argnum, parent in zip(entry["argnums"], entry["parents"]):
-        args[argnum] = values[parent]
-    return getattr(mini, entry["fun"])(*args, **entry["kwargs"])
+def _end(program):
+    return program[1][-1][0]
 
 
-def random_dag(rng, n_inputs, n_operations, chain=False, vectors=False):
-    """A random DAG spec; ``chain=True`` makes operation i read operation i - 1 (one long path,
-    hence one valid order) and one of them square the one before; ``vectors=True`` makes every input a vector of 2 to 4 numbers.
-    Returns (spec, end node name)."""
-    width = int(rng.integers(2 if vectors else 1, 5))
-    spec, values = [], {}
-    for i in range(n_inputs):
-        name = f"v{i:02d}"
-        vector = vectors or rng.random() < 0.7
-        value = rng.standard_normal(width) if vector else rng.standard_normal()
-        spec.append({"name": name, "value": np.asarray(value)})
-        values[name] = np.asarray(value)
-    square_at = int(rng.integers(n_inputs, n_inputs + n_operations))
-    for i in range(n_inputs, n_inputs + n_operations):
-        name = f"v{i:02d}" if n_inputs + n_operations <= 100 else f"v{i:05d}"
-        entry = _operation(rng, name, [e["name"] for e in spec], values)
-        if chain and i == square_at:       # x * x on the path: a node reading one parent twice
-            previous = spec[-1]["name"]
-            entry = {"name": name, "fun": "multiply", "args": [None, None], "kwargs": {},
-                     "parents": [previous, previous], "argnums": [0, 1]}
-            values[name] = _compute(entry, values)
-        elif chain and spec[-1]["name"] not in entry["parents"]:
-            entry = {"name": name, "fun": "add", "args": [None, None], "kwargs": {},
-                     "parents": [spec[-1]["name"], entry["parents"][0]], "argnums": [0, 1]}
-            values[name] = _compute(entry, values)
-        spec.append(entry)
-    return spec, spec[-1]["name"]
-
-
-def _parents_of(spec):
-    return {e["name"]: list(e.get("parents", ())) for e in spec}
-
-
-def _ancestors(spec, name):
-    parents, seen, stack = _parents_of(spec), {name}, [name]
+def _ancestors(program, name):
+    """The names ``name`` depends on, itself included."""
+    parents = {step_name: operands for step_name, _, operands, _, _ in program[1]}
+    seen, stack = {name}, [name]
     while stack:
-        for parent in parents[stack.pop()]:
+        for parent in parents.get(stack.pop(), ()):
             if parent not in seen:
                 seen.add(parent)
                 stack.append(parent)
@@ -280,15 +218,17 @@ def _standin_evaluate(end):
 # toposort
 # ---------------------------------------------------------------------------------------------
 
-def _toposort_case(spec, end, what):
+def _toposort_case(program, what):
+    end = _end(program)
+
     def call(student):
-        nodes = build(spec)
+        nodes = build(program)
         with _time_limit(TIME_LIMIT_S, "toposort"):
             order = student.toposort(nodes[end])
         return order_report(order, nodes, end)
 
     def expected():
-        nodes = build(spec)
+        nodes = build(program)
         return order_report(_reference_toposort(nodes[end]), nodes, end)
     return Case(what=what, call=call, expected=expected,
                 hint="every node the end node depends on must appear exactly once, after all of its "
@@ -296,49 +236,50 @@ def _toposort_case(spec, end, what):
                      "parent twice (x * x), and a node read by several others is still listed once")
 
 
+def _size(program):
+    return len(program[0]) + len(program[1])
+
+
 def check_toposort_random_dag(rng):
-    spec, end = random_dag(rng, int(rng.integers(1, 4)), int(rng.integers(5, 30)))
-    reachable = len(_ancestors(spec, end))
-    return _toposort_case(spec, end, f"toposort(end) on a random graph of {len(spec)} nodes, "
-                                     f"{reachable} of which the end node depends on")
+    program = random_graph(rng, int(rng.integers(1, 4)), int(rng.integers(5, 30)))
+    reachable = len(_ancestors(program, _end(program)))
+    return _toposort_case(program, f"toposort(end) on a random graph of {_size(program)} nodes, "
+                                   f"{reachable} of which the end node depends on")
 
 
 def check_toposort_one_path(rng):
-    spec, end = random_dag(rng, 1, int(rng.integers(5, 30)), chain=True)
-    return _toposort_case(spec, end, f"toposort(end) on a random graph of {len(spec)} nodes with "
-                                     "only one valid order (each node reads the one before; one "
-                                     "of them reads it twice, as x * x)")
+    program = random_graph(rng, 1, int(rng.integers(5, 30)), chain=True)
+    return _toposort_case(program, f"toposort(end) on a random graph of {_size(program)} nodes "
+                                   "with only one valid order (each node reads the one before; "
+                                   "one of them reads it twice, as x * x)")
 
 
 def check_toposort_long_chain(rng):
     length = int(rng.integers(3000, 5000))
-    spec = [{"name": "v00000", "value": np.asarray(1.0)}]
-    for i in range(1, length):
-        spec.append({"name": f"v{i:05d}", "fun": "add", "args": [None, 1.0], "kwargs": {},
-                     "parents": [spec[-1]["name"]], "argnums": [0]})
-    return _toposort_case(spec, spec[-1]["name"],
+    steps = [(f"v{i:05d}", "add", [f"v{i - 1:05d}"], {1: 1.0}, {}) for i in range(1, length)]
+    return _toposort_case(([("v00000", np.asarray(1.0))], steps),
                           f"toposort(end) on a chain of {length} nodes (a recursive sort exceeds "
                           "Python's recursion limit here; the queue procedure is a loop)")
 
 
 def check_toposort_cycle(rng):
-    spec, end = random_dag(rng, int(rng.integers(1, 3)), int(rng.integers(5, 20)), chain=True)
-    names = [e["name"] for e in spec if "fun" in e]
+    program = random_graph(rng, int(rng.integers(1, 3)), int(rng.integers(5, 20)), chain=True)
+    names, end = [name for name, _, _, _, _ in program[1]], _end(program)
     # close a cycle: an early operation a now also reads a later one b that depends on it
     i = int(rng.integers(0, len(names) - 1))
     j = int(rng.integers(i + 1, len(names)))
     a, b = names[i], names[j]
-    descendants_of_a = {n for n in names if a in _ancestors(spec, n)}
-    on_cycle = sorted(descendants_of_a & _ancestors(spec, b))
+    descendants_of_a = {n for n in names if a in _ancestors(program, n)}
+    on_cycle = sorted(descendants_of_a & _ancestors(program, b))
 
     def cyclic():
-        nodes = build(spec, values=False)
+        nodes = build(program, values=False)
         nodes[a].parents = nodes[a].parents + (nodes[b],)
         nodes[a].parent_argnums = nodes[a].parent_argnums + (len(nodes[a].args),)
         return nodes
 
-    return Case(what=f"toposort(end) on a graph of {len(spec)} nodes in which {len(on_cycle)} "
-                     f"nodes form a cycle",
+    return Case(what=f"toposort(end) on a graph of {_size(program)} nodes in which "
+                     f"{len(on_cycle)} nodes form a cycle",
                 call=lambda student: cycle_report(student.toposort, cyclic()[end], on_cycle),
                 expected=lambda: cycle_report(_reference_toposort, cyclic()[end], on_cycle),
                 hint="when the queue runs dry before every node is processed, the rest are on a "
@@ -354,26 +295,26 @@ def _values(nodes, end):
     return {f"node {node.name}": node.value for node in _graph.reachable(nodes[end])}
 
 
-def _evaluate_case(spec, end, what, stale=False):
-    def fresh(new_inputs):
-        nodes = build(spec)
+def _evaluate_case(program, what, stale=False):
+    end = _end(program)
+    new_inputs = {name: np.asarray(value) * 0.5 + 0.25 for name, value in program[0]}
+
+    def fresh():
+        nodes = build(program)
         if stale:       # evaluate once with other inputs, so operation nodes hold old values
             _standin_evaluate(nodes[end])
-            for entry in spec:
-                if "fun" not in entry:
-                    nodes[entry["name"]].value = new_inputs[entry["name"]]
+            for name, value in new_inputs.items():
+                nodes[name].value = value
         return nodes
 
-    new_inputs = {e["name"]: np.asarray(e["value"]) * 0.5 + 0.25 for e in spec if "fun" not in e}
-
     def call(student):
-        nodes = fresh(new_inputs)
+        nodes = fresh()
         with student.using(toposort=_standin_toposort):
             returned = student.evaluate(nodes[end])
         return {"returned value": returned, **_values(nodes, end)}
 
     def expected():
-        nodes = build(spec)
+        nodes = build(program)
         if stale:
             for name, value in new_inputs.items():
                 nodes[name].value = value
@@ -386,29 +327,28 @@ def _evaluate_case(spec, end, what, stale=False):
                      "None) as they are; return the end node's value")
 
 
-def _evaluation_dag(rng):
-    """A random DAG whose end node surely uses keyword arguments and depends on an input:
-    ..., r = mean(last, axis=0, keepdims=True), end = r + v00."""
-    spec, last = random_dag(rng, int(rng.integers(1, 4)), int(rng.integers(4, 25)), vectors=True)
-    n = len(spec)
-    spec.append({"name": f"v{n:02d}", "fun": "mean", "args": [None], "parents": [last],
-                 "argnums": [0], "kwargs": {"axis": 0, "keepdims": True}})
-    spec.append({"name": f"v{n + 1:02d}", "fun": "add", "args": [None, None], "kwargs": {},
-                 "parents": [f"v{n:02d}", "v00"], "argnums": [0, 1]})
-    return spec, spec[-1]["name"]
+def _evaluation_graph(rng):
+    """A random graph of vectors whose end node surely uses keyword arguments and depends on an
+    input: ..., s = last + x1, r = mean(s, axis=0, keepdims=True), end = r + x1."""
+    inputs, steps = random_graph(rng, int(rng.integers(1, 4)), int(rng.integers(4, 25)),
+                                 vectors=True)
+    s, r, end = (f"v{len(steps) + k}" for k in (1, 2, 3))
+    return inputs, steps + [(s, "add", [_end((inputs, steps)), "x1"], {}, {}),
+                            (r, "mean", [s], {}, {"axis": 0, "keepdims": True}),
+                            (end, "add", [r, "x1"], {}, {})]
 
 
 def check_evaluate_random_dag(rng):
-    spec, end = _evaluation_dag(rng)
-    return _evaluate_case(spec, end, f"evaluate(end) on a random graph of {len(spec)} nodes "
-                                     "(with numbers and keyword arguments inside some operations)")
+    program = _evaluation_graph(rng)
+    return _evaluate_case(program, f"evaluate(end) on a random graph of {_size(program)} nodes "
+                                   "(with numbers and keyword arguments inside some operations)")
 
 
 def check_evaluate_recomputes(rng):
-    spec, end = _evaluation_dag(rng)
-    return _evaluate_case(spec, end, f"evaluate(end) on a random graph of {len(spec)} nodes whose "
-                                     "inputs changed since the last evaluation (operation nodes "
-                                     "still hold old values)", stale=True)
+    program = _evaluation_graph(rng)
+    return _evaluate_case(program, f"evaluate(end) on a random graph of {_size(program)} nodes "
+                                   "whose inputs changed since the last evaluation (operation "
+                                   "nodes still hold old values)", stale=True)
 
 
 # ---------------------------------------------------------------------------------------------

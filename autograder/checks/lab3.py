@@ -33,7 +33,8 @@ import mini
 import mini.autodiff
 import mini.forward
 from autograder import guard
-from autograder.checks import Case, program_listing
+from autograder.checks import Case
+from autograder.checks.programs import listing, random_program, run_steps
 from mini.autodiff import Box
 from mini.primitives import Primitive
 from mini.table import sum_to_shape
@@ -496,47 +497,32 @@ BACKWARD_HINT = ("visit the nodes in the reverse of toposort(end_node)'s order, 
                  "and add shares up with add_outgrads.")
 
 
-def _program(spec):
-    """Trace ``spec`` with mini's primitives; return ``(end node, {name: node})``.
-
-    ``spec`` is ``(inputs, steps)``: ``inputs`` a list of ``(name, value)``, ``steps`` a list of
-    ``(name, primitive name, operand names, constants, kwargs)``; constants is a dict
-    ``{position: number}`` of non-traced arguments.
-    """
-    inputs, steps = spec
-    nodes = {name: Box(value, name=name) for name, value in inputs}
-    for name, prim_name, operands, constants, kwargs in steps:
-        args = [nodes[operand] for operand in operands]
-        for position, constant in sorted(constants.items()):
-            args.insert(position, constant)
-        node = getattr(mini, prim_name)(*args, **kwargs)
-        node.name = name
-        nodes[name] = node
+def _traced(program):
+    """``(end node, {name: node})`` of ``program`` traced with mini's Box, each node named."""
+    inputs, steps = program
+    nodes = run_steps(steps, {name: Box(value, name=name) for name, value in inputs})
+    for name, _, _, _, _ in steps:
+        nodes[name].name = name
     return nodes[steps[-1][0]], nodes
-
-
-def _listing(spec):
-    inputs, steps = spec
-    return program_listing([f"{name} = input of shape {np.shape(value)}" for name, value in inputs],
-                           steps)
 
 
 def _node_key(node):
     return f"{node.name} ({node.fun.__name__ if node.fun else 'input'})"
 
 
-def _backward_case(rng, spec, what, only=None, hint=BACKWARD_HINT, listing=""):
-    """Case: the student's backward_pass on the traced ``spec`` against mini's, node by node.
+def _backward_case(rng, program, what, only=None, hint=BACKWARD_HINT, shown=""):
+    """Case: the student's backward_pass on the traced ``program`` against mini's, node by
+    node; ``shown`` is added to the description (the program's listing).
 
     The result is ``{node: gradient}`` for every node of the graph (or only the nodes named in
     ``only``), listed in reverse topological order, so that the first difference reported is the
     first place where the backward sweep went wrong.
     """
-    end_shape = np.shape(_program(spec)[0].value)
+    end_shape = np.shape(_traced(program)[0].value)
     g = float(rng.standard_normal()) if end_shape == () else rng.standard_normal(end_shape)
 
     def gradients(backward_pass):
-        end, nodes = _program(spec)
+        end, nodes = _traced(program)
         grads = backward_pass(_copy(g), end)
         if not isinstance(grads, dict):
             raise TypeError(f"backward_pass should return a dict {{node: gradient}}, "
@@ -548,7 +534,7 @@ def _backward_case(rng, spec, what, only=None, hint=BACKWARD_HINT, listing=""):
         with student.using(add_outgrads=ref.add_outgrads, toposort=ref.toposort, vjps=mini.vjp_table):
             return gradients(student.backward_pass)
 
-    return Case(what=what + f", g = {_describe(g)}" + listing, call=call,
+    return Case(what=what + f", g = {_describe(g)}" + shown, call=call,
                 expected=lambda: gradients(ref.backward_pass), hint=hint)
 
 
@@ -558,96 +544,37 @@ def _describe(g):
 
 def running_example_check(rng):
     x1, x2 = (float(v) for v in rng.uniform(-1.0, 1.0, size=2))
-    spec = ([("x1", x1), ("x2", x2)],
-            [("x3", "multiply", ["x1"], {0: 1.5}, {}), ("x4", "multiply", ["x2"], {0: 2.0}, {}),
-             ("x5", "add", ["x3", "x4"], {}, {}), ("x6", "exp", ["x5"], {}, {}),
-             ("x7", "add", ["x1", "x6"], {}, {})])
-    return _backward_case(rng, spec, f"backward_pass(g, x7) on the running example f = x1 + "
-                                     f"exp(1.5 x1 + 2.0 x2) at x1 = {x1:.4g}, x2 = {x2:.4g}")
+    program = ([("x1", x1), ("x2", x2)],
+               [("x3", "multiply", ["x1"], {0: 1.5}, {}), ("x4", "multiply", ["x2"], {0: 2.0}, {}),
+                ("x5", "add", ["x3", "x4"], {}, {}), ("x6", "exp", ["x5"], {}, {}),
+                ("x7", "add", ["x1", "x6"], {}, {})])
+    return _backward_case(rng, program, f"backward_pass(g, x7) on the running example f = x1 + "
+                                        f"exp(1.5 x1 + 2.0 x2) at x1 = {x1:.4g}, x2 = {x2:.4g}")
 
 
-def _random_spec(rng, n_steps):
-    """A random program over a few inputs with broadcasting, fan-out and reductions."""
+MOVES = {"unary": 1, "binary": 2, "matmul": 1, "reduce": 1, "log1p_square": 1, "transpose": 1}
+"""Elementwise functions, broadcasting, products, sums with an axis and keepdims, a node read twice
+(in log(a * a + 1), with a number in the add), transposes."""
+
+
+def _random_program(rng, n_steps):
+    """A random program over X of shape (m, n) and two to four of W (n, k), b (n,), c (m, 1) and
+    a number s; every value it does not read is joined into the end, so every node has a
+    gradient to check."""
     m, n, k = (int(d) for d in rng.integers(2, 5, size=3))
-    candidates = [("X", (m, n)), ("W", (n, k)), ("b", (n,)), ("c", (m, 1)), ("s", ())]
-    chosen = [candidates[0]] + [candidates[i] for i in sorted(
-        rng.choice(np.arange(1, 5), size=int(rng.integers(2, 5)), replace=False))]
-    inputs = [(name, rng.standard_normal(shape)) for name, shape in chosen]
-    values = dict(inputs)
-    uses = {name: 0 for name in values}
-    steps = []
-
-    def add_step(prim_name, operands, constants=None, kwargs=None):
-        name = f"v{len(steps) + 1}"
-        args = [values[operand] for operand in operands]
-        for position, constant in sorted((constants or {}).items()):
-            args.insert(position, constant)
-        values[name] = getattr(mini, prim_name).fun(*args, **(kwargs or {}))
-        uses[name] = 0
-        for operand in operands:
-            uses[operand] += 1
-        steps.append((name, prim_name, list(operands), constants or {}, kwargs or {}))
-        return name
-
-    def pick():
-        names = list(values)
-        if rng.random() < 0.6:
-            return names[-1 - int(rng.integers(min(2, len(names))))]
-        return names[int(rng.integers(len(names)))]
-
-    while len(steps) < n_steps:
-        a = pick()
-        va = values[a]
-        size = float(np.max(np.abs(va))) if np.size(va) else 0.0
-        kind = rng.choice(["unary", "binary", "binary", "matmul", "sum", "square", "transpose"])
-        if kind == "unary":
-            prim = rng.choice(["tanh", "sigmoid", "exp"] if size < 2.5 else ["tanh", "sigmoid"])
-            add_step(str(prim), [a])
-        elif kind == "binary":
-            partners = [b for b in values if _broadcasts(np.shape(va), np.shape(values[b]))
-                        and size * np.max(np.abs(values[b]), initial=0.0) < 30]
-            if not partners:
-                continue
-            b = partners[int(rng.integers(len(partners)))]
-            pair = [a, b] if rng.random() < 0.5 else [b, a]
-            add_step(str(rng.choice(["add", "subtract", "multiply"])), pair)
-        elif kind == "matmul":
-            partners = [b for b in values if np.ndim(va) == 2 and np.ndim(values[b]) in (1, 2)
-                        and np.shape(values[b])[0] == np.shape(va)[1] and b != a]
-            if not partners or size > 5:
-                continue
-            add_step("matmul", [a, partners[int(rng.integers(len(partners)))]])
-        elif kind == "sum" and np.ndim(va) >= 1:
-            axis = None if rng.random() < 0.3 else int(rng.integers(-np.ndim(va), np.ndim(va)))
-            add_step("sum", [a], kwargs={"axis": axis, "keepdims": bool(rng.random() < 0.5)})
-        elif kind == "square" and size < 5:
-            # log(a * a + 1): the multiply reads the same node twice (two edges from one node)
-            add_step("log", [add_step("add", [add_step("multiply", [a, a])], {1: 1.0})])
-        elif kind == "transpose" and np.ndim(va) == 2:
-            add_step("transpose", [a])
-
-    # every value nobody read flows into the end, so every node has a path to it (the final adds
-    # broadcast a scalar onto the last value)
-    last = steps[-1][0]
-    for name in [name for name, count in uses.items() if count == 0 and name != last]:
-        last = add_step("add", [last, add_step("sum", [name])])
-    return inputs, steps
-
-
-def _broadcasts(shape_a, shape_b):
-    try:
-        return len(np.broadcast_shapes(shape_a, shape_b)) <= 2
-    except ValueError:
-        return False
+    others = [("W", (n, k)), ("b", (n,)), ("c", (m, 1)), ("s", ())]
+    chosen = sorted(rng.choice(len(others), size=int(rng.integers(2, 5)), replace=False))
+    return random_program(rng, [("X", (m, n))] + [others[i] for i in chosen], n_steps, MOVES,
+                          join_unread=True)
 
 
 def _random_program_check(n_steps):
     def check(rng):
-        spec = _random_spec(rng, n_steps)
-        end_name = spec[1][-1][0]
-        return _backward_case(rng, spec, f"backward_pass(g, {end_name}) on the random program "
-                                         "below, traced with mini's primitives",
-                              listing=f"; the program:{_listing(spec)}\n")
+        program = _random_program(rng, n_steps)
+        end_name = program[1][-1][0]
+        return _backward_case(rng, program, f"backward_pass(g, {end_name}) on the random program "
+                                            "below, traced with mini's primitives",
+                              shown=f"; the program:{listing(program)}\n")
     check.__name__ = f"random_program_{n_steps}_check"
     return check
 
@@ -656,15 +583,15 @@ def layer_check(rng):
     """A layer with broadcasting (+ b), a node read twice (H * H) and sums over axis 1, whose VJPs
     need the node's kwargs."""
     m, n, k = (int(d) for d in rng.permutation([2, 3, 4, 5])[:3])
-    spec = ([("X", rng.standard_normal((m, n))), ("W", rng.standard_normal((n, k))),
-             ("b", rng.standard_normal(k))],
-            [("Z", "matmul", ["X", "W"], {}, {}), ("A", "add", ["Z", "b"], {}, {}),
-             ("H", "tanh", ["A"], {}, {}), ("S", "multiply", ["H", "H"], {}, {}),
-             ("r", "sum", ["S"], {}, {"axis": 1}), ("q", "sum", ["X"], {}, {"axis": 1}),
-             ("end", "add", ["r", "q"], {}, {})])
-    return _backward_case(rng, spec, f"backward_pass(g, end) for end = sum(H * H, axis=1) + "
-                                     f"sum(X, axis=1) with H = tanh(X @ W + b), X of shape "
-                                     f"{(m, n)}, W of shape {(n, k)}, b of shape ({k},)",
+    program = ([("X", rng.standard_normal((m, n))), ("W", rng.standard_normal((n, k))),
+                ("b", rng.standard_normal(k))],
+               [("Z", "matmul", ["X", "W"], {}, {}), ("A", "add", ["Z", "b"], {}, {}),
+                ("H", "tanh", ["A"], {}, {}), ("S", "multiply", ["H", "H"], {}, {}),
+                ("r", "sum", ["S"], {}, {"axis": 1}), ("q", "sum", ["X"], {}, {"axis": 1}),
+                ("end", "add", ["r", "q"], {}, {})])
+    return _backward_case(rng, program, f"backward_pass(g, end) for end = sum(H * H, axis=1) + "
+                                        f"sum(X, axis=1) with H = tanh(X @ W + b), X of shape "
+                                        f"{(m, n)}, W of shape {(n, k)}, b of shape ({k},)",
                           hint="the sums over axis 1 need their axis in the VJP: call each VJP "
                                "with **node.kwargs. " + BACKWARD_HINT)
 
@@ -677,10 +604,11 @@ def ladder_check(rng):
         steps += [(f"t{i}", "tanh", [v], {}, {}), (f"p{i}", "multiply", ["w", v], {}, {}),
                   (f"v{i}", "add", [f"t{i}", f"p{i}"], {}, {})]
         v = f"v{i}"
-    spec = ([("x", rng.standard_normal(n)), ("w", rng.uniform(-0.8, 0.8, size=n))], steps)
-    return _backward_case(rng, spec, f"backward_pass(g, v{rungs}) on a ladder of {rungs} rungs, "
-                                     "v_i = tanh(v_(i-1)) + w * v_(i-1) with v_0 = x (each v "
-                                     f"feeds two nodes, w feeds {rungs}), x and w of shape ({n},)")
+    program = ([("x", rng.standard_normal(n)), ("w", rng.uniform(-0.8, 0.8, size=n))], steps)
+    return _backward_case(rng, program, f"backward_pass(g, v{rungs}) on a ladder of {rungs} "
+                                        "rungs, v_i = tanh(v_(i-1)) + w * v_(i-1) with v_0 = x "
+                                        f"(each v feeds two nodes, w feeds {rungs}), x and w of "
+                                        f"shape ({n},)")
 
 
 def long_chain_check(rng):
@@ -689,9 +617,9 @@ def long_chain_check(rng):
         c, d = float(np.exp(0.02 * rng.standard_normal())), float(rng.standard_normal())
         steps += [(f"m{i}", "multiply", [v], {1: c}, {}), (f"v{i}", "add", [f"m{i}"], {1: d}, {})]
         v = f"v{i}"
-    spec = ([("x", float(rng.standard_normal()))], steps)
-    return _backward_case(rng, spec, "backward_pass(g, v1500) on a chain of 3001 nodes, "
-                                     "v_i = c_i * v_(i-1) + d_i with v_0 = x",
+    program = ([("x", float(rng.standard_normal()))], steps)
+    return _backward_case(rng, program, "backward_pass(g, v1500) on a chain of 3001 nodes, "
+                                        "v_i = c_i * v_(i-1) + d_i with v_0 = x",
                           only=["x", "v750"], hint="a walk that calls itself once per node stops "
                           "at Python's recursion limit (about 1000 calls deep): loop over "
                           "the reversed topological order instead. " + BACKWARD_HINT)

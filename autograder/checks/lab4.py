@@ -27,7 +27,8 @@ import numpy as np
 
 import mini
 from autograder import guard
-from autograder.checks import Case, program_listing
+from autograder.checks import Case
+from autograder.checks.programs import listing, random_program, run_steps
 from mini import autodiff as _autodiff
 from mini import backend as _backend
 from mini import framework as fw
@@ -212,109 +213,50 @@ def session_linear_check(rng):
         build, runs)
 
 
-UNARY = ("tanh", "sigmoid", "negative", "relu", "exp")
-BINARY = ("add", "subtract", "multiply", "maximum")
+MOVES = {"unary": 2, "binary": 3, "square": 1, "constant": 2, "reduce": 1, "matmul": 1}
+"""Broadcasting, fan-out, numbers written into operations (2.0 - v), keyword arguments
+(sum(v, axis=0)) and products (with the Variable W among others)."""
+KINDS = ["Placeholder", "Variable", "Constant"]
 
 
 def _random_program(rng, n_steps):
-    """A random program over Placeholders, Variables and Constants: broadcasting, fan-out,
-    constants written into operations (2.0 - v) and keyword arguments (sum(v, axis=0)).
-
-    Returns ``(inputs, steps, fetch names)``; ``inputs`` is ``[(name, kind, value)]``, a step is
-    ``(name, primitive name, operand names, {position: constant}, kwargs)``.
-    """
+    """A random program over Placeholders, Variables and Constants, the first three inputs one of
+    each and ``W`` a Variable.  Returns ``(program, kinds, fetch names)``: the fetches are the end,
+    two steps before it and an input."""
     m, k = (int(d) for d in rng.integers(2, 5, size=2))
-    kinds = ["Placeholder", "Variable", "Constant"]
     shapes = [(m, k), (k,), (m, 1), ()]
-    inputs = [(f"in{i}", kinds[i % 3] if i < 3 else str(rng.choice(kinds)),
-               rng.standard_normal(shapes[int(rng.integers(len(shapes)))] if i else (m, k)))
-              for i in range(int(rng.integers(3, 5)))]
-    values = {name: value for name, _, value in inputs}
-    W = ("W", "Variable", rng.standard_normal((k, k)))
-    inputs.append(W)
-    values["W"] = W[2]
-    steps = []
-
-    def pick():
-        names = list(values)
-        weights = np.arange(1, len(names) + 1, dtype=float) ** 2
-        return names[int(rng.choice(len(names), p=weights / weights.sum()))]
-
-    while len(steps) < n_steps:
-        name, a = f"v{len(steps) + 1}", pick()
-        kind = rng.choice(["unary", "binary", "same", "constant", "reduce", "matmul"],
-                          p=[.2, .3, .1, .2, .1, .1])
-        constants, kwargs = {}, {}
-        if kind == "unary":
-            prim, operands = str(rng.choice(UNARY)), [a]
-        elif kind == "binary":
-            b = pick()
-            if not _broadcasts(np.shape(values[a]), np.shape(values[b])):
-                continue
-            prim, operands = str(rng.choice(BINARY)), [a, b]
-        elif kind == "same":
-            prim, operands = "multiply", [a, a]
-        elif kind == "constant":
-            prim, operands = str(rng.choice(["add", "subtract", "multiply"])), [a]
-            constants = {int(rng.integers(2)): round(float(rng.uniform(-2, 2)), 2)}
-        elif kind == "reduce":
-            if np.ndim(values[a]) == 0:
-                continue
-            prim, operands = str(rng.choice(["sum", "mean"])), [a]
-            kwargs = {"axis": int(rng.integers(np.ndim(values[a]))),
-                      "keepdims": bool(rng.random() < 0.5)}
-        else:
-            if np.ndim(values[a]) not in (1, 2) or np.shape(values[a])[-1] != k:
-                continue
-            prim, operands = "matmul", [a, "W"]
-        args = [values[o] for o in operands]
-        for position, constant in sorted(constants.items()):
-            args.insert(position, constant)
-        value = getattr(mini, prim)(*args, **kwargs)
-        if not np.all(np.abs(value) < 20):
-            prim, operands, constants, kwargs = "tanh", [a], {}, {}
-            value = np.tanh(values[a])
-        values[name] = value
-        steps.append((name, prim, operands, constants, kwargs))
-    names = [s[0] for s in steps]
-    middle = [names[int(i)] for i in rng.choice(len(names) - 1, size=2, replace=False)]
-    return inputs, steps, [names[-1]] + middle + [inputs[int(rng.integers(len(inputs)))][0]]
+    names = [f"in{i}" for i in range(int(rng.integers(3, 5)))]
+    inputs = [(name, shapes[int(rng.integers(len(shapes)))] if i else (m, k))
+              for i, name in enumerate(names)]
+    program = random_program(rng, inputs + [("W", (k, k))], n_steps, MOVES)
+    kinds = {name: KINDS[i] if i < 3 else str(rng.choice(KINDS)) for i, name in enumerate(names)}
+    kinds["W"] = "Variable"
+    steps = [name for name, _, _, _, _ in program[1]]
+    middle = [steps[int(i)] for i in rng.choice(len(steps) - 1, size=2, replace=False)]
+    return program, kinds, [steps[-1]] + middle + [str(rng.choice(list(kinds)))]
 
 
-def _broadcasts(shape_a, shape_b):
-    try:
-        return len(np.broadcast_shapes(shape_a, shape_b)) <= 2
-    except ValueError:
-        return False
+def _framework_nodes(program, kinds):
+    """``{name: node}`` of ``program`` built into the default graph, each input a node of its kind
+    (a Placeholder has the shape of its value, to be fed)."""
+    inputs, steps = program
+    nodes = {name: fw.Placeholder(np.shape(value), name) if kinds[name] == "Placeholder"
+             else getattr(fw, kinds[name])(_copy(value), name) for name, value in inputs}
+    return run_steps(steps, nodes)
 
 
-def _build_program(inputs, steps):
-    nodes = {}
-    for name, kind, value in inputs:
-        if kind == "Placeholder":
-            nodes[name] = fw.Placeholder(np.shape(value), name)
-        else:
-            nodes[name] = getattr(fw, kind)(_copy(value), name)
-    for name, prim, operands, constants, kwargs in steps:
-        args = [nodes[o] for o in operands]
-        for position, constant in sorted(constants.items()):
-            args.insert(position, constant)
-        nodes[name] = getattr(mini, prim)(*args, **kwargs)
-    return nodes
-
-
-def _listing(inputs, steps):
-    return program_listing([f"{name} = {kind} of shape {np.shape(value)}"
-                            for name, kind, value in inputs], steps)
+def _placeholder_values(program, kinds):
+    """What a run feeds: {name: value} of the program's Placeholders."""
+    return {name: value for name, value in program[0] if kinds[name] == "Placeholder"}
 
 
 def _random_graph_check(n_steps):
     def check(rng):
-        inputs, steps, fetches = _random_program(rng, n_steps)
-        feed_values = {name: value for name, kind, value in inputs if kind == "Placeholder"}
+        program, kinds, fetches = _random_program(rng, n_steps)
+        feed_values = _placeholder_values(program, kinds)
 
         def build():
-            return fw.get_default_graph(), _build_program(inputs, steps)
+            return fw.get_default_graph(), _framework_nodes(program, kinds)
 
         def runs(run, nodes):
             feed = {nodes[name]: _copy(value) for name, value in feed_values.items()}
@@ -322,7 +264,7 @@ def _random_graph_check(n_steps):
 
         return _session_case(
             f"session_run([{', '.join(fetches)}], feed_dict) on the random graph below (the "
-            f"Placeholders fed){_listing(inputs, steps)}\n", build, runs)
+            f"Placeholders fed){listing(program, kinds)}\n", build, runs)
     check.__name__ = f"session_random_graph_{n_steps}_check"
     return check
 
@@ -610,20 +552,19 @@ def gradients_running_example_check(rng):
 
 def _random_gradients_check(n_steps):
     def check(rng):
-        inputs, steps, fetches = _random_program(rng, n_steps)
-        feed_values = {name: value for name, kind, value in inputs if kind == "Placeholder"}
+        program, kinds, fetches = _random_program(rng, n_steps)
 
         def build():
-            nodes = _build_program(inputs, steps)
+            nodes = _framework_nodes(program, kinds)
             end, middle = nodes[fetches[0]], nodes[fetches[1]]
             loss = mini.sum(end) + 0.5 * mini.sum(middle * middle)
-            return nodes, loss, [name for name, _, _ in inputs]
+            return nodes, loss, list(kinds)
 
         return _gradients_case(
             f"gradients(loss, [every input]) for loss = sum({fetches[0]}) + 0.5 * "
             f"sum({fetches[1]}^2) on the random graph below (broadcasting, fan-out, numbers "
-            f"written into operations, keyword arguments){_listing(inputs, steps)}\n", build,
-            feed_values)
+            f"written into operations, keyword arguments){listing(program, kinds)}\n", build,
+            _placeholder_values(program, kinds))
     check.__name__ = f"gradients_random_graph_{n_steps}_check"
     return check
 
@@ -836,27 +777,27 @@ PASS_HINT = ("Walk prune(fetches) in order with a dict {node: stand-in}; a node'
 def _random_constant_program(rng, n_steps):
     """A random program whose inputs are mostly Constants (some Placeholders and Variables), so
     that much of it folds; Variables are given new values before the second run."""
-    inputs, steps, fetches = _random_program(rng, n_steps)
-    kinds = rng.choice(["Constant", "Constant", "Placeholder", "Variable"], size=len(inputs))
-    inputs = [(name, str(kind), value) for (name, _, value), kind in zip(inputs, kinds)]
-    return inputs, steps, fetches
+    program, _, fetches = _random_program(rng, n_steps)
+    kinds = {name: str(rng.choice(["Constant", "Constant", "Placeholder", "Variable"]))
+             for name, _ in program[0]}
+    return program, kinds, fetches
 
 
 def _pass_case(what, rng, n_steps, pass_name, twice, hint):
     """Case: the student's pass on a random program (built twice into one graph if ``twice``):
     values of its result in two runs (Variables reassigned between), and its node count."""
-    inputs, steps, fetches = _random_constant_program(rng, n_steps)
-    feeds = [{name: rng.standard_normal(np.shape(value)) for name, kind, value in inputs
-              if kind == "Placeholder"} for _ in range(2)]
-    new_values = {name: rng.standard_normal(np.shape(value)) for name, kind, value in inputs
-                  if kind == "Variable"}
+    program, kinds, fetches = _random_constant_program(rng, n_steps)
+    feeds = [{name: rng.standard_normal(np.shape(value)) for name, value in program[0]
+              if kinds[name] == "Placeholder"} for _ in range(2)]
+    new_values = {name: rng.standard_normal(np.shape(value)) for name, value in program[0]
+                  if kinds[name] == "Variable"}
 
     def outcome(run_pass):
         with fw.Graph().as_default() as graph:
-            nodes = _build_program(inputs, steps)
+            nodes = _framework_nodes(program, kinds)
             ends = [nodes[name] for name in fetches]
             if twice:
-                again = _rebuild_program(nodes, inputs, steps)
+                again = _built_again(nodes, program)
                 ends += [again[name] for name in fetches[:2]]
             before = len(_prune(ends))
             result = run_pass(ends)
@@ -873,22 +814,16 @@ def _pass_case(what, rng, n_steps, pass_name, twice, hint):
                 "nodes the fetches need after the pass": float(len(_prune(result))),
                 "the original graph is unchanged": len(_prune(ends)) == before}
 
-    return Case(what=f"{what}{_listing(inputs, steps)}\n(fetches: {', '.join(fetches)}"
+    return Case(what=f"{what}{listing(program, kinds)}\n(fetches: {', '.join(fetches)}"
                      f"{', and the first two again, built a second time' if twice else ''})",
                 call=lambda student: outcome(run_student_pass(student, pass_name)),
                 expected=lambda: outcome(_fold if pass_name == "fold_constants" else _cse),
                 rtol=1e-9, atol=1e-12, hint=hint)
 
 
-def _rebuild_program(nodes, inputs, steps):
+def _built_again(nodes, program):
     """The operations of a program built again on the same inputs: every one a repeat."""
-    again = {name: nodes[name] for name, _, _ in inputs}
-    for name, prim, operands, constants, kwargs in steps:
-        args = [again[o] for o in operands]
-        for position, constant in sorted(constants.items()):
-            args.insert(position, constant)
-        again[name] = getattr(mini, prim)(*args, **kwargs)
-    return again
+    return run_steps(program[1], {name: nodes[name] for name, _ in program[0]})
 
 
 def run_student_pass(student, pass_name):
@@ -919,11 +854,11 @@ def _fold_check(n_steps):
 
 
 def fold_prune_and_rebuilt_check(rng):
-    inputs, steps, fetches = _random_program(rng, 10)
+    program, kinds, fetches = _random_program(rng, 10)
 
     def outcome(prune_of, rebuilt_of):
         with fw.Graph().as_default() as graph:
-            nodes = _build_program(inputs, steps)
+            nodes = _framework_nodes(program, kinds)
             ends = [nodes[name] for name in fetches] + [nodes[fetches[0]]]
             order = prune_of(ends)
             placed = {id(n): i for i, n in enumerate(order)}
@@ -934,7 +869,7 @@ def fold_prune_and_rebuilt_check(rng):
             with _device("numpy"):
                 stand_ins = [mini.negative(p) for p in operation.parents]
             copy = rebuilt_of(operation, stand_ins)
-            feed = {nodes[n]: _copy(v) for n, kind, v in inputs if kind == "Placeholder"}
+            feed = {nodes[n]: _copy(v) for n, v in _placeholder_values(program, kinds).items()}
             return {"the nodes prune returns (sorted names)": sorted(n.name for n in order),
                     "each node once": len(order) == len(placed),
                     "every node after its inputs": valid,
@@ -955,7 +890,7 @@ def fold_prune_and_rebuilt_check(rng):
         return outcome(guarded("prune"), guarded("rebuilt"))
 
     return Case(what=f"prune(fetches) and rebuilt(node, parents) on the random graph below"
-                     f"{_listing(inputs, steps)}\n(fetches: {', '.join(fetches)}, "
+                     f"{listing(program, kinds)}\n(fetches: {', '.join(fetches)}, "
                      f"{fetches[0]} again)", call=call, expected=lambda: outcome(_prune, _rebuilt),
                 rtol=1e-9, atol=1e-12,
                 hint="prune: every node each fetch depends on, once, in an order where each node "
@@ -1086,13 +1021,13 @@ def _reference_optimize(fetches):
 
 
 def optimize_check(rng):
-    inputs, steps, fetches = _random_constant_program(rng, 10)
-    feed_values = {name: value for name, kind, value in inputs if kind == "Placeholder"}
+    program, kinds, fetches = _random_constant_program(rng, 10)
+    feed_values = _placeholder_values(program, kinds)
 
     def outcome(optimize_of):
         with fw.Graph().as_default() as graph:
-            nodes = _build_program(inputs, steps)
-            again = _rebuild_program(nodes, inputs, steps)
+            nodes = _framework_nodes(program, kinds)
+            again = _built_again(nodes, program)
             ends = [nodes[name] for name in fetches] + [again[fetches[0]]]
             result = optimize_of(ends)
         if not (isinstance(result, tuple) and len(result) == 2):
@@ -1111,7 +1046,7 @@ def optimize_check(rng):
         return outcome(optimize_of)
 
     return Case(what=f"optimize(fetches) on the random graph below, its first fetch built twice"
-                     f"{_listing(inputs, steps)}\n(fetches: {', '.join(fetches)}, "
+                     f"{listing(program, kinds)}\n(fetches: {', '.join(fetches)}, "
                      f"{fetches[0]} again)", call=call,
                 expected=lambda: outcome(_reference_optimize), rtol=1e-9, atol=1e-12,
                 hint="count len(prune(...)) of the fetches, of what fold_constants returns, and of "
