@@ -120,51 +120,46 @@ def broken_backward_pass_with_patches():
     return nb
 
 
-def reference_backward_pass():
+def replaced(grade_id, source):
+    """The solution with the cell ``grade_id`` holding ``source`` instead."""
     nb = solution()
-    target = cell(nb, "backward_pass")
-    target.source = ("import mini\n\ndef backward_pass(g, end_node):\n"
-                     "    return mini.backward_pass(g, end_node)\n")
+    cell(nb, grade_id).source = source
     return nb
+
+
+def reference_backward_pass():
+    return replaced("backward_pass", "import mini\n\ndef backward_pass(g, end_node):\n"
+                                     "    return mini.backward_pass(g, end_node)\n")
 
 
 def reference_kept_in_a_list():
     """mini's backward_pass kept in a list when the cell runs (before any check), called later."""
-    nb = solution()
-    cell(nb, "backward_pass").source = ("import mini\n\n_kept = [mini.backward_pass]\n\n"
-                                        "def backward_pass(g, end_node):\n"
-                                        "    return _kept[0](g, end_node)\n")
-    return nb
+    return replaced("backward_pass", "import mini\n\n_kept = [mini.backward_pass]\n\n"
+                                     "def backward_pass(g, end_node):\n"
+                                     "    return _kept[0](g, end_node)\n")
 
 
 def stand_in_from_the_checks():
     """The checks' own working copy of backward_pass, imported while grading; where the import is
     refused, mini's (which works outside the hidden checks)."""
-    nb = solution()
-    cell(nb, "backward_pass").source = (
+    return replaced("backward_pass", (
         "import mini\n\ndef backward_pass(g, end_node):\n"
         "    try:\n        from autograder.checks.lab3 import ref\n"
         "        return ref.backward_pass(g, end_node)\n"
-        "    except ImportError:\n        return mini.backward_pass(g, end_node)\n")
-    return nb
+        "    except ImportError:\n        return mini.backward_pass(g, end_node)\n"))
 
 
 def minis_box_subclassed():
     """The tracer as a subclass of mini's Box: apply and every operator inherited."""
-    nb = solution()
-    target = cell(nb, "tracer")
-    target.source = ("import mini.autodiff\n\nclass Box(mini.autodiff.Box):\n"
-                     "    \"\"\"mini's, renamed.\"\"\"\n")
-    return nb
+    return replaced("tracer", "import mini.autodiff\n\nclass Box(mini.autodiff.Box):\n"
+                              "    \"\"\"mini's, renamed.\"\"\"\n")
 
 
 def private_copy_of_the_reference():
     """backward_pass from a private copy of mini's module, loaded from its source file (or its
     cached bytecode): the sandbox shows those files empty (tests/test_sandbox.py probes that),
-    and a copy would still import the stubbed ``vjp_of``."""
-    nb = solution()
-    target = cell(nb, "backward_pass")
-    target.source = (
+    and a copy would still call the switched-off ``vjp_of``."""
+    return replaced("backward_pass", (
         "import importlib.util, mini.autodiff\n\n"
         "def _private_copy():\n"
         "    for path in (mini.autodiff.__file__,\n"
@@ -178,8 +173,7 @@ def private_copy_of_the_reference():
         "        except Exception:\n"
         "            continue\n\n"
         "def backward_pass(g, end_node):\n"
-        "    return _private_copy().backward_pass(g, end_node)\n")
-    return nb
+        "    return _private_copy().backward_pass(g, end_node)\n"))
 
 
 NOTHING_READ = "read 0 file(s) of the solutions and the course"
