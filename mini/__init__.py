@@ -21,6 +21,7 @@ from mini.backend import get_backend, set_backend, use_backend
 from mini.forward import jvp, make_jvp
 from mini.gradcheck import check_grads, diagnose, numerical_grad
 from mini.graph import CycleError, Node, evaluate, toposort
+from mini.memory import keep_freed_memory
 from mini.primitives import (
     add, axis_size, concatenate, conjugate, defjvp, defvjp, defvjp_every_argument, defvjp_zero,
     divide, dot, equal, exp, getitem, greater, greater_equal, jvp_of, jvp_table, less, less_equal,
@@ -28,3 +29,5 @@ from mini.primitives import (
     ones_like, power, primitive, relu, reshape, sigmoid, softmax, sqrt, stack, subtract, sum, take,
     tanh, transpose, vjp_of, vjp_table, where, zeros_like,
 )
+
+keep_freed_memory()     # each training step reuses what the one before freed (mini.memory)
