@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -177,12 +178,19 @@ def _visible_tests(lab):
             if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
 
 
+_PARSING = threading.Lock()
+"""One ``ast.parse`` at a time in this process: ``grade`` grades submissions in threads, and
+before Python 3.11.8 and 3.12.1 two parses at once could fail with "SystemError: AST
+constructor recursion depth mismatch" (CPython issue 106905), which ended the whole batch."""
+
+
 def _names(source, context):
     """The names ``source`` reads (``ast.Load``, anywhere) or binds in the notebook's namespace
     (``ast.Store``: assignments, functions, classes and imports outside any function or class
     body, and names a function declares ``global``); None for code that does not parse."""
     try:
-        tree = ast.parse(source)
+        with _PARSING:
+            tree = ast.parse(source)
     except SyntaxError:
         return None
     if context is ast.Load:
