@@ -79,12 +79,13 @@ class Switch:
     @contextlib.contextmanager
     def back(self):
         """The functions working again for the duration (a test cell's visible tests)."""
-        saved = self._saved
+        was_off = self._saved is not None
         self.on()
         try:
             yield
         finally:
-            self._saved = saved and self.off()._saved
+            if was_off:
+                self.off()
 
 
 _originals = {}
@@ -107,11 +108,9 @@ def switch_off(lab):
     return Switch(_messages(lab)).off()
 
 
-@contextlib.contextmanager
 def reference_disabled(lab):
-    """``lab``'s references switched off for the duration."""
-    with switched_off(_messages(lab)):
-        yield
+    """``lab``'s references switched off for the duration (a context manager)."""
+    return switched_off(_messages(lab))
 
 
 def detached(*names):
