@@ -15,7 +15,8 @@ gradient by ``torch.autograd.grad``), held to one thread like numpy; otherwise i
 installed" (``pip install -e .[bench]``; the CPU-only torch wheel is enough, see pyproject.toml).
 
 Each cell is the median of ``--repeats`` timings after warm-up runs that are not counted; mini,
-autograd and PyTorch alternate within each repeat, so all see the same machine state.  The targets
+autograd and PyTorch alternate within each repeat, in an order that rotates, so all see the same
+machine state.  The targets
 are mini / autograd <= 0.5 and mini / PyTorch <= 1.0 on every row.  numpy is held to one thread, so
 the numbers describe one core.
 """
@@ -151,16 +152,23 @@ def _assert_same(name, ours, theirs):
 
 
 def median_seconds(thunks, repeats, warmup=2):
-    """Median wall time of each thunk, alternating between them in every repeat."""
+    """Median wall time of each thunk, alternating between them in every repeat.
+
+    The order rotates from one repeat to the next, so that each thunk follows each other one
+    equally often: a thunk finds the caches as the one before it left them, and PyTorch leaves
+    them colder than autograd does (in a fixed order, the classifier's mini / autograd ratio
+    moved by 0.09 between "mini after PyTorch" and "mini after autograd").
+    """
     for _ in range(warmup):
         for thunk in thunks:
             thunk()
     times = [[] for _ in thunks]
-    for _ in range(repeats):
-        for thunk, samples in zip(thunks, times):
+    for repeat in range(repeats):
+        first = repeat % len(thunks)
+        for i in [*range(first, len(thunks)), *range(first)]:
             start = time.perf_counter()
-            thunk()
-            samples.append(time.perf_counter() - start)
+            thunks[i]()
+            times[i].append(time.perf_counter() - start)
     return [statistics.median(samples) for samples in times]
 
 

@@ -10,7 +10,7 @@ from test_autodiff import autograd_call, loss_of, programs
 
 import mini
 from autograder.checks.programs import listing
-from mini import linear, primitives, table
+from mini import linear, nn, primitives, table
 from mini.table import Primitive
 
 R = np.random.default_rng(0)
@@ -18,6 +18,7 @@ X23, X34, Y3 = R.standard_normal((2, 3)), R.standard_normal((3, 4)), R.standard_
 X234, POS23 = R.standard_normal((2, 3, 4)), R.uniform(0.5, 2.0, (2, 3))
 IDS = np.array([[1, -1], [0, 1]])
 MASK = np.array([[True, False, True], [False, True, True]])
+WEIGHTS, LABELS = np.array([[1.0, 0.0, 1.0], [0.5, 2.0, 0.0]]), np.array([2, 0])
 
 
 def n(*shape):
@@ -80,12 +81,20 @@ EXAMPLES = {   # primitive: [(args, kwargs), ...] covering the forms each accept
     mini.equal: [((X23, X23), {})], mini.not_equal: [((X23, Y3), {})],
     mini.zeros_like: [((X23,), {})], mini.ones_like: [((X23,), {})],
     mini.one_hot: [((np.array([2, 0]), 3), {})], mini.axis_size: [((X234, (0, 2)), {})],
+    # mini.nn's: a pooling layer and the fused loss
+    nn.masked_mean: [((X234[:, :, :2], WEIGHTS), {}), ((X234, R.uniform(0.5, 2, (2, 3))), {})],
+    nn.masked_mean_adjoint: [((n(2, 4), WEIGHTS), {}), ((n(2, 2), R.uniform(0.5, 2, (2, 3))), {})],
+    nn.softmax_cross_entropy: [((X23, LABELS), {}), ((X234, np.array([[0, 3, 1], [2, 2, 0]])), {}),
+                               ((Y3, np.array(1)), {})],
+    nn.softmax_cross_entropy_grad: [((1.7, X23, LABELS), {}),
+                                    ((-0.3, X234, np.array([[0, 3, 1], [2, 2, 0]])), {})],
+    nn.one_hot_like: [((LABELS, X23), {})],
 }
 
 
 def mini_primitives():
     """Every primitive mini defines (not the ones tests register for themselves)."""
-    return {value for module in (table, linear, primitives) for value in vars(module).values()
+    return {value for module in (table, linear, primitives, nn) for value in vars(module).values()
             if isinstance(value, Primitive)}
 
 

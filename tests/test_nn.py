@@ -1,5 +1,7 @@
 """mini.nn: layer shapes, the loss against numpy and central differences, masked pooling, and the
 classifier giving the same numbers from both front ends."""
+import autograd
+import autograd.numpy as anp
 import numpy as np
 import pytest
 
@@ -81,6 +83,69 @@ def test_softmax_cross_entropy_gradient_is_softmax_minus_one_hot_and_central_dif
 def test_labels_out_of_range_are_named():
     with pytest.raises(ValueError, match=r"labels must lie in 0..1 .* got labels from 0 to 2"):
         nn.softmax_cross_entropy(np.zeros((3, 2)), np.array([0, 1, 2]))
+
+
+def test_labels_of_the_wrong_shape_are_named():
+    with pytest.raises(ValueError, match=r"labels of shape \(3, 1\) do not fit logits of shape "
+                                         r"\(3, 2\).*labels.shape == logits.shape\[:-1\]"):
+        nn.softmax_cross_entropy(np.zeros((3, 2)), np.zeros((3, 1), dtype=int))
+
+
+def _composite_cross_entropy(np_, logits, labels):
+    """The loss as lab 4 writes it, in ``np_`` (numpy traced by mini, or autograd.numpy)."""
+    shifted = logits - np_.max(logits, axis=-1, keepdims=True)
+    log_probs = shifted - np_.log(np_.sum(np_.exp(shifted), axis=-1, keepdims=True))
+    return -np_.mean(np_.sum(np.eye(logits.shape[-1])[labels] * log_probs, axis=-1))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_fused_loss_is_the_composite_one_to_the_third_derivative(seed):
+    """softmax_cross_entropy is one primitive with its gradient written out: its value, gradient,
+    Hessian and a third derivative are the composite loss's, differentiated by autograd."""
+    rng = np.random.default_rng(seed)
+    logits, labels = 3 * rng.standard_normal((5, 4)), rng.integers(0, 4, 5)
+    v = rng.standard_normal((5, 4))
+
+    def ours(z):
+        return nn.softmax_cross_entropy(z, labels)
+
+    def theirs(z):
+        return _composite_cross_entropy(anp, z, labels)
+    assert ours(logits) == pytest.approx(theirs(logits), rel=1e-13)
+    np.testing.assert_allclose(mini.grad(ours)(logits), autograd.grad(theirs)(logits),
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(mini.hessian(ours)(logits), autograd.hessian(theirs)(logits),
+                               rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(   # d/dz <Hessian(z) v, v>: the gradient of the gradient's VJP
+        mini.grad(lambda z: mini.sum(mini.hessian_vector_product(ours)(z, v) * v))(logits),
+        autograd.grad(lambda z: anp.sum(autograd.hessian_vector_product(theirs)(z, v) * v))(
+            logits), rtol=1e-9, atol=1e-12)
+    _, jvp = mini.jvp(mini.grad(ours), logits, v)
+    np.testing.assert_allclose(jvp.ravel(), autograd.hessian(theirs)(logits).reshape(20, 20)
+                               @ v.ravel(), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_masked_mean_is_the_composite_pooling_to_the_second_derivative_in_both_arguments(seed):
+    """masked_mean is one primitive: its derivatives with respect to h and to the mask (weights)
+    are those autograd finds for sum(h * mask) / sum(mask)."""
+    rng = np.random.default_rng(seed)
+    h, weights = rng.standard_normal((3, 4, 2)), rng.uniform(0.5, 2.0, (3, 4))
+    u = rng.standard_normal((3, 2))
+
+    def ours(h, m):
+        return mini.sum(mini.tanh(nn.masked_mean(h, m)) * u)
+
+    def theirs(h, m):
+        pooled = anp.sum(h * m[:, :, None], axis=1) / anp.sum(m, axis=1)[:, None]
+        return anp.sum(anp.tanh(pooled) * u)
+    assert ours(h, weights) == pytest.approx(theirs(h, weights), rel=1e-13)
+    for argnum in (0, 1):
+        np.testing.assert_allclose(mini.grad(ours, argnum)(h, weights),
+                                   autograd.grad(theirs, argnum)(h, weights), rtol=1e-12)
+        np.testing.assert_allclose(mini.hessian(ours, argnum)(h, weights),
+                                   autograd.hessian(theirs, argnum)(h, weights), rtol=1e-9,
+                                   atol=1e-12)
 
 
 def test_masked_mean_ignores_padding():

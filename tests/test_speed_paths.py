@@ -141,17 +141,10 @@ def _classifier_step_by_hand(params, ids, mask, labels):
     z1 = p.add.fun(linear.matmul.fun(v, W1), b1)
     h = p.relu.fun(z1)
     z2 = p.add.fun(linear.matmul.fun(h, W2), b2)
-    m3 = mask[:, :, None]
-    den = linear.sum.fun(m3, axis=1)
-    logits = linear.sum.fun(z2 * m3, axis=1) / den
-    ls = p.log_softmax.fun(logits, axis=-1)
-    oh = nn.one_hot_like.fun(labels, logits)
-    s = linear.sum.fun(oh * ls, axis=-1)
-    loss = -linear.mean.fun(s)
-    g = linear.broadcast_like.fun(-np.ones(()), s) / linear.axis_size.fun(s)
-    g = linear.broadcast_like.fun(g, ls, -1, False) * oh
-    g = g - np.exp(ls) * linear.sum.fun(g, axis=-1, keepdims=True)
-    g = linear.broadcast_like.fun(g / den, z2, 1, False) * m3
+    logits = nn.masked_mean.fun(z2, mask)
+    loss = nn.softmax_cross_entropy.fun(logits, labels)
+    g = nn.softmax_cross_entropy_grad.fun(np.ones(()), logits, labels)
+    g = nn.masked_mean_adjoint.fun(g, mask)
     gb2, gW2 = p.sum_to_like.fun(g, b2), linear.matmul_adjoint_b.fun(g, h, W2)
     g = linear.matmul_adjoint_a.fun(g, h, W2) * p.greater.fun(z1, 0)
     gb1, gW1 = p.sum_to_like.fun(g, b1), linear.matmul_adjoint_b.fun(g, v, W1)
