@@ -15,10 +15,9 @@ gradient by ``torch.autograd.grad``), held to one thread like numpy; otherwise i
 installed" (``pip install -e .[bench]``; the CPU-only torch wheel is enough, see pyproject.toml).
 
 Each cell is the median of ``--repeats`` timings after warm-up runs that are not counted; mini,
-autograd and PyTorch alternate within each repeat, in an order that rotates, so all see the same
-machine state.  The targets
-are mini / autograd <= 0.5 and mini / PyTorch <= 1.0 on every row.  numpy is held to one thread, so
-the numbers describe one core.
+autograd and PyTorch alternate within each repeat, in a random order, so all see the same machine
+state.  The targets are mini / autograd <= 0.5 and mini / PyTorch <= 1.0 on every row.  numpy is
+held to one thread, so the numbers describe one core.
 """
 import os
 
@@ -27,6 +26,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import random
 import statistics
 import sys
 import time
@@ -154,18 +154,17 @@ def _assert_same(name, ours, theirs):
 def median_seconds(thunks, repeats, warmup=2):
     """Median wall time of each thunk, alternating between them in every repeat.
 
-    The order rotates from one repeat to the next, so that each thunk follows each other one
-    equally often: a thunk finds the caches as the one before it left them, and PyTorch leaves
-    them colder than autograd does (in a fixed order, the classifier's mini / autograd ratio
-    moved by 0.09 between "mini after PyTorch" and "mini after autograd").
+    Each repeat runs them in a new random order (seeded), so that each thunk follows each of
+    the others equally often: a thunk finds the caches as the one before it left them, and
+    PyTorch leaves them colder than autograd does.  In a fixed order, the classifier's mini /
+    autograd ratio moved by 0.09 between "mini after PyTorch" and "mini after autograd".
     """
     for _ in range(warmup):
         for thunk in thunks:
             thunk()
-    times = [[] for _ in thunks]
-    for repeat in range(repeats):
-        first = repeat % len(thunks)
-        for i in [*range(first, len(thunks)), *range(first)]:
+    times, orders = [[] for _ in thunks], random.Random(0)
+    for _ in range(repeats):
+        for i in orders.sample(range(len(thunks)), len(thunks)):
             start = time.perf_counter()
             thunks[i]()
             times[i].append(time.perf_counter() - start)
