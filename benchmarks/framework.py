@@ -11,7 +11,7 @@ batch 32 x 20 tokens, hidden 64, 2 classes), the same batch, the same update
 * autograd: the HIPS package's ``value_and_grad`` on the same model in ``autograd.numpy``.
 
 Each time is the median of ``--repeats`` steps after uncounted warm-up steps; the three alternate
-within each repeat.  numpy is held to one thread.
+within each repeat, in a random order.  numpy is held to one thread.
 """
 import os
 

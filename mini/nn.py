@@ -5,9 +5,12 @@ The classifier reads a sentence as token ids and goes, bottom to top (slide 4)::
     ids (B, T) -> Embedding -> (B, T, D) -> Linear -> ReLU -> (B, T, H) -> Linear -> (B, T, C)
         -> mean over the real tokens (mask) -> logits (B, C) -> softmax
 
-Everything below is written with mini's primitives only, so the same code runs on either front end:
-with arrays it computes (and under ``mini.grad`` it is traced), with framework nodes (``Variable``,
-``Placeholder``) it builds a static graph.  Parameters live in a flat dict ``{name: array}``::
+Everything below is made of mini's primitives, so the same code runs on either front end: with
+arrays it computes (and under ``mini.grad`` it is traced), with framework nodes (``Variable``,
+``Placeholder``) it builds a static graph.  The pooling and the loss are primitives of their own,
+defined here with their derivatives written out, as any student's primitive would be: each runs
+once per training step, and one node traces faster than the several it replaces.  Parameters
+live in a flat dict ``{name: array}``::
 
     model = SentimentClassifier(vocab_size=1000)
     params = model.init(np.random.default_rng(0))
@@ -80,9 +83,10 @@ def masked_mean(h, mask):
     ``mini.data.encode_batch`` returns).  Returns ``(B, C)``.  Whatever ``h`` holds at a padded
     position, it gets weight 0, so padding changes neither the value nor any gradient.
 
-    One primitive rather than the four it is made of (a product, two sums, a quotient): it runs
-    once per training step, and one node is a quarter of the tracing.  It is linear in ``h``, so
-    its VJP is its adjoint, :func:`masked_mean_adjoint`, and the other way round.
+    One primitive rather than the four operations it amounts to (a product, two sums, a
+    quotient): one node instead of four on every training step.  Each sentence's mask row times
+    its tokens is one batched matrix product.  It is linear in ``h``, so its VJP is its adjoint,
+    :func:`masked_mean_adjoint`, and the other way round.
     """
     mask = np.asarray(mask)
     return (mask[:, None, :] @ h)[:, 0, :] / np.add.reduce(mask, axis=1, keepdims=True)
