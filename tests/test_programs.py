@@ -5,7 +5,9 @@ import pytest
 
 import mini
 from autograder.checks import lab2, lab3, lab4
-from autograder.checks.programs import BOUND, MOVES, listing, random_program, run_steps
+from autograder.checks.programs import (
+    BOUND, MOVES, ancestors, listing, random_program, run_steps,
+)
 from mini import framework as fw
 
 SEEDS = range(40)
@@ -15,18 +17,6 @@ SHAPES = [("x", (2, 3)), ("c", (3,)), ("W", (3, 3)), ("s", ())]
 def every_move(seed, **options):
     return random_program(np.random.default_rng(seed), SHAPES, 12, dict.fromkeys(MOVES, 1),
                           **options)
-
-
-def ancestors(program, name):
-    """The names ``name`` depends on, itself included."""
-    operands = {step[0]: step[2] for step in program[1]}
-    seen, stack = {name}, [name]
-    while stack:
-        for parent in operands.get(stack.pop(), ()):
-            if parent not in seen:
-                seen.add(parent)
-                stack.append(parent)
-    return seen
 
 
 def features(programs):

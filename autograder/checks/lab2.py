@@ -25,7 +25,7 @@ import numpy as np
 import mini
 from mini import graph as _graph
 from autograder.checks import Case
-from autograder.checks.programs import random_program, run_steps
+from autograder.checks.programs import ancestors, random_program, run_steps
 
 # Switched off in the grading worker while lab 2 is graded (autograder.guard): the lab asks for the
 # order, the evaluation and the running example's adjoints, so mini's sort, evaluation and reverse
@@ -83,18 +83,6 @@ def _operation_node(primitive_name, args, kwargs):
 
 def _end(program):
     return program[1][-1][0]
-
-
-def _ancestors(program, name):
-    """The names ``name`` depends on, itself included."""
-    parents = {step_name: operands for step_name, _, operands, _, _ in program[1]}
-    seen, stack = {name}, [name]
-    while stack:
-        for parent in parents.get(stack.pop(), ()):
-            if parent not in seen:
-                seen.add(parent)
-                stack.append(parent)
-    return seen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +230,7 @@ def _size(program):
 
 def check_toposort_random_dag(rng):
     program = random_graph(rng, int(rng.integers(1, 4)), int(rng.integers(5, 30)))
-    reachable = len(_ancestors(program, _end(program)))
+    reachable = len(ancestors(program, _end(program)))
     return _toposort_case(program, f"toposort(end) on a random graph of {_size(program)} nodes, "
                                    f"{reachable} of which the end node depends on")
 
@@ -269,8 +257,8 @@ def check_toposort_cycle(rng):
     i = int(rng.integers(0, len(names) - 1))
     j = int(rng.integers(i + 1, len(names)))
     a, b = names[i], names[j]
-    descendants_of_a = {n for n in names if a in _ancestors(program, n)}
-    on_cycle = sorted(descendants_of_a & _ancestors(program, b))
+    descendants_of_a = {n for n in names if a in ancestors(program, n)}
+    on_cycle = sorted(descendants_of_a & ancestors(program, b))
 
     def cyclic():
         nodes = build(program, values=False)

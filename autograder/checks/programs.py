@@ -52,6 +52,18 @@ def _arguments(operands, constants, values):
     return args
 
 
+def ancestors(program, name):
+    """The names ``name`` depends on, itself included."""
+    operands = {step[0]: step[2] for step in program[1]}
+    seen, stack = {name}, [name]
+    while stack:
+        for parent in operands.get(stack.pop(), ()):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen
+
+
 def listing(program, kinds=None):
     """The program as indented lines, for a failure message that shows the graph tested: what
     each input is (``x = input of shape (2, 3)``, or its kind), then each step as a call."""
