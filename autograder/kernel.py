@@ -62,12 +62,8 @@ def seal(sealing):
     lab = os.path.basename(os.getcwd())
     files = guard.reference_files(lab) if lab in LABS else []
     importlib.import_module(HIDDEN_CELLS)
-    if sealing["namespaces"]:
-        sandbox.cover([*files, sandbox.GRADER])
-    confine(sandbox.without(sealing["confinement"], files))
+    sandbox.seal_off(files, sealing["confinement"], sealing["namespaces"])
     guard.hide_autograder(keep=[HIDDEN_CELLS])
-    if sealing["namespaces"]:
-        capabilities.drop_all()
 
 
 def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):

@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import REPO, landlock
+from autograder import REPO, capabilities, landlock
 
 KERNEL_NAME = "mini-grader"
 KINDS = ("namespaces", "namespaces-only", "landlock", "none")
@@ -191,6 +191,19 @@ def cover(paths):
             mount("none", path, "tmpfs", MS_RDONLY, "size=4k")
         else:
             mount("/dev/null", path, None, MS_BIND, None)
+
+
+def seal_off(files, spec, namespaces):
+    """Take from this process, for good, ``files`` (mini's reference modules), the grader's source
+    and its last rights, in the one order that works: with ``namespaces``, /dev/null over the
+    files and an empty folder over the grader (:func:`cover`), while mounting is still allowed;
+    Landlock's ``spec`` without the files (:func:`without`), which forbids mounting; and, with
+    ``namespaces``, every capability dropped (:mod:`autograder.capabilities`)."""
+    if namespaces:
+        cover([*files, GRADER])
+    confine(without(spec, files))
+    if namespaces:
+        capabilities.drop_all()
 
 
 MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096

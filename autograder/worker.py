@@ -24,7 +24,7 @@ import signal
 import sys
 import traceback
 
-from autograder import capabilities, pid_namespace
+from autograder import pid_namespace
 
 
 class BoundedText(io.TextIOBase):
@@ -85,11 +85,7 @@ def main():
     sources = guard.reference_files(request["lab"])   # no private copy of the reference
     reference_back = guard.switch_off(request["lab"]).back
     guard.hide_autograder()
-    if request["namespaces"]:
-        sandbox.cover([*sources, sandbox.GRADER])
-    sandbox.confine(sandbox.without(request["confine"], sources))     # Landlock
-    if request["namespaces"]:
-        capabilities.drop_all()               # root of the sandbox's user namespace no more
+    sandbox.seal_off(sources, request["confine"], request["namespaces"])
 
     namespace = {"__name__": "__main__"}
     out_of_time = set()                       # fill-ins whose code already hit the time limit
