@@ -50,7 +50,7 @@ def _build(system, readonly, writable):
     system = [folder for folder in system if os.path.lexists(folder)]
     held = _opened(["/proc", "/sys", *(f"/dev/{name}" for name in DEVICES), *readonly, *writable,
                     *(folder for folder in system if not os.path.islink(folder))])
-    _mount("none", BUILD, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
+    mount("none", BUILD, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
     for folder in system:
         if os.path.islink(folder):
             os.symlink(os.readlink(folder), BUILD + folder)
@@ -89,7 +89,7 @@ def _bind(fd, path, recursive=True):
         os.makedirs(target, exist_ok=True)
     else:
         open(target, "x").close()
-    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | (MS_REC if recursive else 0), None)
+    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | (MS_REC if recursive else 0), None)
 
 
 def _bind_readonly(fd, path):
@@ -104,7 +104,7 @@ def _remount_readonly(point, options):
     """Make the mount at ``point`` read-only, nosuid and nodev; it keeps noexec and its time
     stamps' mode, which a mount from the host may not lose in a user namespace."""
     flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
-    _mount(None, point, None, flags | (MS_NOEXEC if "noexec" in options else 0), None)
+    mount(None, point, None, flags | (MS_NOEXEC if "noexec" in options else 0), None)
 
 
 def _mounts_below(path):
@@ -126,7 +126,7 @@ def _unescaped(field):
 def _tmpfs(path, options):
     """An empty tmpfs at ``path`` of the new root."""
     os.makedirs(BUILD + path, exist_ok=True)
-    _mount("none", BUILD + path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    mount("none", BUILD + path, "tmpfs", MS_NOSUID | MS_NODEV, options)
 
 
 def _make_dev(held):
@@ -136,7 +136,7 @@ def _make_dev(held):
     for name in DEVICES:
         _bind(held[f"/dev/{name}"], f"/dev/{name}", recursive=False)
     os.mkdir(BUILD + "/dev/pts")
-    _mount("devpts", BUILD + "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+    mount("devpts", BUILD + "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
            "newinstance,ptmxmode=0666,mode=0620")
     _tmpfs("/dev/shm", "mode=1777,size=64m")
     for name, target in (("ptmx", "pts/ptmx"), ("fd", "/proc/self/fd"),
@@ -159,7 +159,9 @@ def _switch_root():
     _remount_readonly("/", ())
 
 
-def _mount(source, target, kind, flags, options):
+def mount(source, target, kind, flags, options):
+    """mount(2); OSError naming ``target`` where it fails (:mod:`autograder.sandbox` mounts with
+    it too)."""
     encode = (lambda text: None if text is None else os.fsencode(text))
     if _libc.mount(encode(source), encode(target), encode(kind), flags, encode(options)) != 0:
         _fail(f"mount {target}")

@@ -23,7 +23,6 @@ nbgrader talks to its Jupyter kernels over sockets; in a network namespace a ker
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
 import contextlib
-import ctypes
 import dataclasses
 import functools
 import itertools
@@ -39,6 +38,7 @@ import time
 from pathlib import Path
 
 from autograder import REPO, capabilities, landlock
+from autograder.minimal_root import MS_BIND, MS_RDONLY, MS_REMOUNT, mount  # noqa: F401 (forkserver)
 
 KERNEL_NAME = "mini-grader"
 KINDS = ("namespaces", "namespaces-only", "landlock", "none")
@@ -204,18 +204,6 @@ def seal_off(files, spec, namespaces):
     confine(without(spec, files))
     if namespaces:
         capabilities.drop_all()
-
-
-MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def mount(source, target, kind, flags, options):
-    """mount(2); OSError naming ``target`` where it fails."""
-    encode = (lambda text: None if text is None else os.fsencode(text))
-    if _libc.mount(encode(source), encode(target), encode(kind), flags, encode(options)) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"mount {target}: {os.strerror(error)}")
 
 
 @contextlib.contextmanager
@@ -393,7 +381,8 @@ def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by
     ``$MINI_KERNEL_HOME`` (the submission's autograded copy).  Under Landlock the kernel may also
-    write its own folders; it reads the grader only until it is sealed (:func:`autograder.kernel.seal`).
+    write its own folders; it reads the grader only until it is sealed
+    (:func:`autograder.kernel.seal`).
 
     Of the host's folders the kernel's root shows only those two writable: the autograded copy
     and ``runtime_dir`` (its connection file and IPC sockets); never ``data_dir``, since a kernel
