@@ -95,7 +95,7 @@ def masked_mean(h, mask):
 @primitive
 def masked_mean_adjoint(g, mask):
     """Spread each sentence's ``g[b]`` (``(B, C)``) back over its real tokens, divided by their
-    number: ``(B, T, C)``, zero on padding.  The VJP of :func:`masked_mean` with respect to ``h``."""
+    number: ``(B, T, C)``, zero on padding.  The VJP of :func:`masked_mean` for ``h``."""
     mask = np.asarray(mask)
     return (g / np.add.reduce(mask, axis=1, keepdims=True))[:, None, :] * mask[:, :, None]
 
