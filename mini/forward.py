@@ -8,10 +8,12 @@ forward mode suits functions with few inputs and many outputs, reverse mode the 
 """
 import numpy as np
 
+from mini.answers import answer
 from mini.primitives import add, jvp_of, zeros_like
 from mini.tracing import TracedValue, holds_traced, joined, new_trace, raw
 
 
+@answer("lab3", "forward_mode")
 class Dual(TracedValue):
     """A value and its tangent (the derivative of the value along the input direction)."""
 
@@ -33,6 +35,7 @@ class Dual(TracedValue):
         return f"Dual({self.value!r}, tangent {self.tangent!r})"
 
 
+@answer("lab3", "forward_mode")
 def make_jvp(fun, *args, argnum=0):
     """``jvp(v) -> (fun(*args), J v)``, ``J`` the Jacobian with respect to ``args[argnum]``.
 
@@ -62,6 +65,7 @@ def make_jvp(fun, *args, argnum=0):
     return jvp
 
 
+@answer("lab3", "forward_mode")
 def jvp(fun, x, v):
     """``(fun(x), J v)``: the value and its derivative along ``v``, in one forward pass."""
     return make_jvp(fun, x)(v)

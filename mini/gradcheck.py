@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mini import autodiff
+from mini.answers import answer
 from mini.graph import toposort
 from mini.primitives import vjp_of
 from mini.tracing import new_trace
@@ -22,6 +23,7 @@ H = 1e-6
 _MINI_DIR = str(Path(__file__).resolve().parent)
 
 
+@answer("lab3", "numerical_grad")
 def numerical_grad(fun, *args, argnum=0, h=H):
     """Central-difference gradient of scalar-valued ``fun`` with respect to ``args[argnum]``."""
     x = np.array(args[argnum], dtype=np.float64)
@@ -41,6 +43,7 @@ def numerical_grad(fun, *args, argnum=0, h=H):
     return grad
 
 
+@answer("lab3", "numerical_grad")
 def check_grads(fun, *args, argnums=None, rtol=1e-5, atol=1e-7):
     """Assert that mini's gradient of ``fun`` equals central differences for each argument.
 
@@ -74,6 +77,7 @@ def check_grads(fun, *args, argnums=None, rtol=1e-5, atol=1e-7):
                 f"({int(bad.sum())} of {bad.size} entries differ)")
 
 
+@answer("lab3", "numerical_grad")
 def diagnose(fun, *args, argnum=0, rtol=1e-5, atol=1e-7, seed=0):
     """Find the first node of ``fun``'s graph whose VJP disagrees with a numerical derivative.
 
@@ -106,6 +110,7 @@ def diagnose(fun, *args, argnum=0, rtol=1e-5, atol=1e-7, seed=0):
     return None
 
 
+@answer("lab3", "numerical_grad")
 class SourceBox(autodiff.Box):
     """A Box whose operations remember where in the program they were made: ``source`` is
     (creation index, "file:line", source line) of the first frame outside mini."""
@@ -126,6 +131,7 @@ class SourceBox(autodiff.Box):
         return node
 
 
+@answer("lab3", "numerical_grad")
 def _check_vjp(node, argnum, rng, rtol, atol):
     ans, args = node.vjp_operands()
     x = np.asarray(args[argnum], dtype=np.float64)

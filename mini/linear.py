@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from mini import backend
+from mini.answers import answer, answers
 from mini.table import (
     broadcast_to_like, defjvp, defjvp_every_argument, defvjp, defvjp_every_argument, defvjp_zero,
     no_tangent, primitive, shape_only, sum_to_like, sum_to_shape, zeros_like,
@@ -21,6 +22,7 @@ from mini.table import (
 
 def _linear_in(prim, argnum):
     """The JVP of ``prim`` for an argument it is linear in: ``prim`` applied to the tangent."""
+    @answer("lab3", "forward_mode")
     def jvp(t, ans, *args, **kwargs):
         args = list(args)
         args[argnum] = t
@@ -44,6 +46,7 @@ def mean(x, axis=None, keepdims=False):
     return backend.ops.sum(x, axis=axis, keepdims=keepdims) / count(np.shape(x), axis)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def broadcast_like(g, like, axis=None, keepdims=False):
     """Spread the result of a reduction over ``axis`` back to the shape of the array reduced."""
@@ -65,14 +68,16 @@ def count(shape, axis):
     return math.prod(shape[a] for a in axes)
 
 
-defvjp(sum, lambda g, ans, x, axis=None, keepdims=False: broadcast_like(g, x, axis, keepdims))
-defjvp(sum, _linear_in(sum, 0))
-defvjp(mean, lambda g, ans, x, axis=None, keepdims=False:
-       broadcast_like(g, x, axis, keepdims) / axis_size(x, axis))
-defjvp(mean, _linear_in(mean, 0))
-defvjp(broadcast_like, lambda g, ans, x, like, axis=None, keepdims=False:
-       sum(g, axis=axis, keepdims=keepdims), shape_only(1))
-defjvp(broadcast_like, _linear_in(broadcast_like, 0), no_tangent)
+with answers("lab3", "shape_vjps"):
+    defvjp(sum, lambda g, ans, x, axis=None, keepdims=False: broadcast_like(g, x, axis, keepdims))
+    defvjp(mean, lambda g, ans, x, axis=None, keepdims=False:
+           broadcast_like(g, x, axis, keepdims) / axis_size(x, axis))
+    defvjp(broadcast_like, lambda g, ans, x, like, axis=None, keepdims=False:
+           sum(g, axis=axis, keepdims=keepdims), shape_only(1))
+with answers("lab3", "forward_mode"):
+    defjvp(sum, _linear_in(sum, 0))
+    defjvp(mean, _linear_in(mean, 0))
+    defjvp(broadcast_like, _linear_in(broadcast_like, 0), no_tangent)
 defvjp_zero(axis_size)
 
 
@@ -85,6 +90,7 @@ def reshape(x, shape):
     return np.reshape(x, shape)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def reshape_like(g, like):
     return np.reshape(g, np.shape(like))
@@ -96,6 +102,7 @@ def transpose(x, axes=None):
     return np.transpose(x, axes)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def untranspose(g, axes=None):
     """Undo ``transpose(x, axes)``: permute by the inverse permutation, ``argsort(axes)``."""
@@ -104,14 +111,16 @@ def untranspose(g, axes=None):
     return np.transpose(g, np.argsort([axis % np.ndim(g) for axis in axes]))
 
 
-defvjp(reshape, lambda g, ans, x, shape: reshape_like(g, x))
-defjvp(reshape, _linear_in(reshape, 0))
-defvjp(reshape_like, lambda g, ans, x, like: reshape_like(g, x), shape_only(1))
-defjvp(reshape_like, _linear_in(reshape_like, 0), no_tangent)
-defvjp(transpose, lambda g, ans, x, axes=None: untranspose(g, axes))
-defjvp(transpose, _linear_in(transpose, 0))
-defvjp(untranspose, lambda g, ans, x, axes=None: transpose(g, axes))
-defjvp(untranspose, _linear_in(untranspose, 0))
+with answers("lab3", "shape_vjps"):
+    defvjp(reshape, lambda g, ans, x, shape: reshape_like(g, x))
+    defvjp(reshape_like, lambda g, ans, x, like: reshape_like(g, x), shape_only(1))
+    defvjp(transpose, lambda g, ans, x, axes=None: untranspose(g, axes))
+    defvjp(untranspose, lambda g, ans, x, axes=None: transpose(g, axes))
+with answers("lab3", "forward_mode"):
+    defjvp(reshape, _linear_in(reshape, 0))
+    defjvp(reshape_like, _linear_in(reshape_like, 0), no_tangent)
+    defjvp(transpose, _linear_in(transpose, 0))
+    defjvp(untranspose, _linear_in(untranspose, 0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,6 +133,7 @@ def getitem(x, index):
     return x[index]
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def scatter_add(g, index, like):
     """zeros shaped like ``like`` with ``g`` added at ``index``; repeated indices add up."""
@@ -141,6 +151,7 @@ def take(x, indices, axis=None):
     return np.take(x, indices, axis=axis)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def untake(g, indices, like, axis=None):
     """The adjoint of ``take``: add each slice of ``g`` into the slice of ``like`` it came from.
@@ -164,16 +175,18 @@ def untake(g, indices, like, axis=None):
     return sums.astype(np.result_type(g, like), copy=False).reshape(shape)
 
 
-defvjp(getitem, lambda g, ans, x, index: scatter_add(g, index, x))
-defjvp(getitem, _linear_in(getitem, 0))
-defvjp(scatter_add, lambda g, ans, x, index, like: getitem(g, index), None, shape_only(2))
-defjvp(scatter_add, _linear_in(scatter_add, 0), None, no_tangent)
-defvjp(take, lambda g, ans, x, indices, axis=None: untake(g, indices, x, axis),
-       shape_only(1))                                # integer ids (a framework feed): no gradient
-defjvp(take, _linear_in(take, 0), no_tangent)
-defvjp(untake, lambda g, ans, x, indices, like, axis=None: take(g, indices, axis),
-       shape_only(1), shape_only(2))
-defjvp(untake, _linear_in(untake, 0), no_tangent, no_tangent)
+with answers("lab3", "shape_vjps"):
+    defvjp(getitem, lambda g, ans, x, index: scatter_add(g, index, x))
+    defvjp(scatter_add, lambda g, ans, x, index, like: getitem(g, index), None, shape_only(2))
+    defvjp(take, lambda g, ans, x, indices, axis=None: untake(g, indices, x, axis),
+           shape_only(1))                                # integer ids (a framework feed): no gradient
+    defvjp(untake, lambda g, ans, x, indices, like, axis=None: take(g, indices, axis),
+           shape_only(1), shape_only(2))
+with answers("lab3", "forward_mode"):
+    defjvp(getitem, _linear_in(getitem, 0))
+    defjvp(scatter_add, _linear_in(scatter_add, 0), None, no_tangent)
+    defjvp(take, _linear_in(take, 0), no_tangent)
+    defjvp(untake, _linear_in(untake, 0), no_tangent, no_tangent)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,6 +215,7 @@ def stack_args(axis, *arrays):
     return np.stack(arrays, axis=axis)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def concatenate_part(g, axis, position, *arrays):
     """The slice of ``g`` that came from ``arrays[position]`` in a concatenation."""
@@ -210,31 +224,36 @@ def concatenate_part(g, axis, position, *arrays):
     return np.take(g, range(start, start + sizes[position]), axis=axis)
 
 
+@answer("lab3", "shape_vjps")
 def _in_place_of(position, t, arrays):
     """``arrays`` with the one at ``position`` replaced by ``t`` and every other by zeros."""
     return [t if i == position else zeros_like(a) for i, a in enumerate(arrays)]
 
 
+@answer("lab3", "shape_vjps")
 def _concatenate_part_vjp(argnum, g, ans, x, axis, position, *arrays):
     if argnum == 0:
         return concatenate_args(axis, *_in_place_of(position, g, arrays))
     return zeros_like(arrays[argnum - 3])
 
 
+@answer("lab3", "forward_mode")
 def _concatenate_part_jvp(argnum, t, ans, x, axis, position, *arrays):
     return concatenate_part(t, axis, position, *arrays) if argnum == 0 else zeros_like(ans)
 
 
-defvjp_every_argument(concatenate_args, lambda argnum, g, ans, axis, *arrays:
-                      concatenate_part(g, axis, argnum - 1, *arrays))
-defjvp_every_argument(concatenate_args, lambda argnum, t, ans, axis, *arrays:
-                      concatenate_args(axis, *_in_place_of(argnum - 1, t, arrays)))
-defvjp_every_argument(stack_args, lambda argnum, g, ans, axis, *arrays:
-                      take(g, argnum - 1, axis))
-defjvp_every_argument(stack_args, lambda argnum, t, ans, axis, *arrays:
-                      stack_args(axis, *_in_place_of(argnum - 1, t, arrays)))
-defvjp_every_argument(concatenate_part, _concatenate_part_vjp)
-defjvp_every_argument(concatenate_part, _concatenate_part_jvp)
+with answers("lab3", "shape_vjps"):
+    defvjp_every_argument(concatenate_args, lambda argnum, g, ans, axis, *arrays:
+                          concatenate_part(g, axis, argnum - 1, *arrays))
+    defvjp_every_argument(stack_args, lambda argnum, g, ans, axis, *arrays:
+                          take(g, argnum - 1, axis))
+    defvjp_every_argument(concatenate_part, _concatenate_part_vjp)
+with answers("lab3", "forward_mode"):
+    defjvp_every_argument(concatenate_args, lambda argnum, t, ans, axis, *arrays:
+                          concatenate_args(axis, *_in_place_of(argnum - 1, t, arrays)))
+    defjvp_every_argument(stack_args, lambda argnum, t, ans, axis, *arrays:
+                          stack_args(axis, *_in_place_of(argnum - 1, t, arrays)))
+    defjvp_every_argument(concatenate_part, _concatenate_part_jvp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,6 +272,7 @@ def matmul(a, b):
     return backend.ops.matmul(a, b)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def matmul_adjoint_a(g, a, b):
     """The gradient of ``a @ b`` with respect to ``a``: g @ b^T, summed over broadcast batches."""
@@ -262,6 +282,7 @@ def matmul_adjoint_a(g, a, b):
     return sum_to_shape(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape).reshape(np.shape(a))
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def matmul_adjoint_b(g, a, b):
     """The gradient of ``a @ b`` with respect to ``b``: a^T @ g, summed over broadcast batches."""
@@ -302,6 +323,7 @@ def dot(a, b):
     return np.dot(a, b)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def dot_adjoint_a(g, a, b):
     """The gradient of ``dot(a, b)`` with respect to ``a``: g contracted with b's free axes."""
@@ -313,6 +335,7 @@ def dot_adjoint_a(g, a, b):
     return np.asarray(out)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def dot_adjoint_b(g, a, b):
     """The gradient of ``dot(a, b)`` with respect to ``b``: g contracted with a's free axes."""
@@ -328,20 +351,25 @@ def _products(prim, adjoint_a, adjoint_b):
     """Register a product's derivatives.  ``<h, adjoint_a(g, a, b)> = <g, prim(h, b)>``, so the
     adjoints' own VJPs are the product and the other adjoint, and mini differentiates as often
     as asked."""
-    defvjp(prim, lambda g, ans, a, b: adjoint_a(g, a, b), lambda g, ans, a, b: adjoint_b(g, a, b))
-    defjvp(prim, _linear_in(prim, 0), _linear_in(prim, 1))
-    defvjp(adjoint_a, lambda h, ans, g, a, b: prim(h, b), shape_only(1),
-           lambda h, ans, g, a, b: adjoint_b(g, h, b))
-    defjvp(adjoint_a, _linear_in(adjoint_a, 0), no_tangent, _linear_in(adjoint_a, 2))
-    defvjp(adjoint_b, lambda h, ans, g, a, b: prim(a, h),
-           lambda h, ans, g, a, b: adjoint_a(g, a, h), shape_only(2))
-    defjvp(adjoint_b, _linear_in(adjoint_b, 0), _linear_in(adjoint_b, 1), no_tangent)
+    with answers("lab3", "shape_vjps"):
+        defvjp(prim, lambda g, ans, a, b: adjoint_a(g, a, b),
+               lambda g, ans, a, b: adjoint_b(g, a, b))
+        defvjp(adjoint_a, lambda h, ans, g, a, b: prim(h, b), shape_only(1),
+               lambda h, ans, g, a, b: adjoint_b(g, h, b))
+        defvjp(adjoint_b, lambda h, ans, g, a, b: prim(a, h),
+               lambda h, ans, g, a, b: adjoint_a(g, a, h), shape_only(2))
+    with answers("lab3", "forward_mode"):
+        defjvp(prim, _linear_in(prim, 0), _linear_in(prim, 1))
+        defjvp(adjoint_a, _linear_in(adjoint_a, 0), no_tangent, _linear_in(adjoint_a, 2))
+        defjvp(adjoint_b, _linear_in(adjoint_b, 0), _linear_in(adjoint_b, 1), no_tangent)
 
 
 _products(matmul, matmul_adjoint_a, matmul_adjoint_b)
-defvjp(affine, lambda g, ans, x, W, b: matmul_adjoint_a(g, x, W),
-       lambda g, ans, x, W, b: matmul_adjoint_b(g, x, W),
-       lambda g, ans, x, W, b: sum_to_like(g, b))
-defjvp(affine, lambda t, ans, x, W, b: matmul(t, W), lambda t, ans, x, W, b: matmul(x, t),
-       lambda t, ans, x, W, b: broadcast_to_like(t, ans))
+with answers("lab3", "shape_vjps"):
+    defvjp(affine, lambda g, ans, x, W, b: matmul_adjoint_a(g, x, W),
+           lambda g, ans, x, W, b: matmul_adjoint_b(g, x, W),
+           lambda g, ans, x, W, b: sum_to_like(g, b))
+with answers("lab3", "forward_mode"):
+    defjvp(affine, lambda t, ans, x, W, b: matmul(t, W), lambda t, ans, x, W, b: matmul(x, t),
+           lambda t, ans, x, W, b: broadcast_to_like(t, ans))
 _products(dot, dot_adjoint_a, dot_adjoint_b)

@@ -23,6 +23,7 @@ live in a flat dict ``{name: array}``::
 """
 import numpy as np
 
+from mini.answers import answer, answers
 from mini.primitives import (
     affine, axis_size, defjvp, defvjp, defvjp_zero, getitem, logsumexp, no_tangent, primitive,
     relu, shape_only, softmax, sum, take,
@@ -49,6 +50,7 @@ class Embedding:
     def init(self, rng):
         return {self.name: rng.standard_normal((self.vocab_size, self.dim))}
 
+    @answer("lab4", "classifier")
     def __call__(self, params, ids):
         return take(params[self.name], ids, axis=0)
 
@@ -71,10 +73,12 @@ class Linear:
         return {f"{self.name}.W": rng.uniform(-bound, bound, (self.fan_in, self.fan_out)),
                 f"{self.name}.b": np.zeros(self.fan_out)}
 
+    @answer("lab4", "classifier")
     def __call__(self, params, x):
         return affine(x, params[f"{self.name}.W"], params[f"{self.name}.b"])
 
 
+@answer("lab4", "classifier")
 @primitive
 def masked_mean(h, mask):
     """Average pooling over the real tokens: ``sum_t mask[b,t] h[b,t] / sum_t mask[b,t]``.
@@ -92,6 +96,7 @@ def masked_mean(h, mask):
     return (mask[:, None, :] @ h)[:, 0, :] / np.add.reduce(mask, axis=1, keepdims=True)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def masked_mean_adjoint(g, mask):
     """Spread each sentence's ``g[b]`` (``(B, C)``) back over its real tokens, divided by their
@@ -100,6 +105,7 @@ def masked_mean_adjoint(g, mask):
     return (g / np.add.reduce(mask, axis=1, keepdims=True))[:, None, :] * mask[:, :, None]
 
 
+@answer("lab3", "shape_vjps")
 def _masked_mean_vjp_mask(g, ans, h, mask):
     """d mean_b / d mask[b, t] = (h[b, t] - mean_b) / count_b: a token's weight pulls the mean
     towards it."""
@@ -107,11 +113,13 @@ def _masked_mean_vjp_mask(g, ans, h, mask):
     return sum(moved, axis=-1) / sum(mask, axis=1, keepdims=True)
 
 
+@answer("lab3", "forward_mode")
 def _masked_mean_jvp_mask(t, ans, h, mask):
     moved = (h - getitem(ans, (slice(None), None))) * getitem(t, (Ellipsis, None))
     return sum(moved, axis=1) / sum(mask, axis=1, keepdims=True)
 
 
+@answer("lab3", "forward_mode")
 def _masked_mean_adjoint_jvp_mask(t, ans, g, mask):
     """Moving the weights by ``t`` moves ``g[b] mask[b, t] / count_b`` by
     ``g[b] (t[b, t] - mask[b, t] sum_s t[b, s] / count_b) / count_b``."""
@@ -120,12 +128,15 @@ def _masked_mean_adjoint_jvp_mask(t, ans, g, mask):
     return getitem(g / count, (slice(None), None)) * getitem(shifted, (Ellipsis, None))
 
 
-defvjp(masked_mean, lambda g, ans, h, mask: masked_mean_adjoint(g, mask), _masked_mean_vjp_mask)
-defjvp(masked_mean, lambda t, ans, h, mask: masked_mean(t, mask), _masked_mean_jvp_mask)
-defvjp(masked_mean_adjoint, lambda g, ans, x, mask: masked_mean(g, mask),
-       lambda g, ans, x, mask: _masked_mean_vjp_mask(x, masked_mean(g, mask), g, mask))
-defjvp(masked_mean_adjoint, lambda t, ans, x, mask: masked_mean_adjoint(t, mask),
-       _masked_mean_adjoint_jvp_mask)
+with answers("lab3", "shape_vjps"):
+    defvjp(masked_mean, lambda g, ans, h, mask: masked_mean_adjoint(g, mask),
+           _masked_mean_vjp_mask)
+    defvjp(masked_mean_adjoint, lambda g, ans, x, mask: masked_mean(g, mask),
+           lambda g, ans, x, mask: _masked_mean_vjp_mask(x, masked_mean(g, mask), g, mask))
+with answers("lab3", "forward_mode"):
+    defjvp(masked_mean, lambda t, ans, h, mask: masked_mean(t, mask), _masked_mean_jvp_mask)
+    defjvp(masked_mean_adjoint, lambda t, ans, x, mask: masked_mean_adjoint(t, mask),
+           _masked_mean_adjoint_jvp_mask)
 
 
 @primitive
@@ -144,6 +155,7 @@ def one_hot_like(labels, logits):
 defvjp_zero(one_hot_like)
 
 
+@answer("lab1", "softmax_loss")
 @primitive
 def softmax_cross_entropy(logits, labels):
     """Mean cross-entropy of ``softmax(logits)`` against integer ``labels`` (slides 5-10).
@@ -164,6 +176,7 @@ def softmax_cross_entropy(logits, labels):
     return -(np.add.reduce(picked) / picked.size)
 
 
+@answer("lab1", "softmax_loss_grad")
 @primitive
 def softmax_cross_entropy_grad(g, logits, labels):
     """``g`` times the gradient of :func:`softmax_cross_entropy` with respect to ``logits``:
@@ -173,6 +186,7 @@ def softmax_cross_entropy_grad(g, logits, labels):
     return probs * (g / np.size(labels))
 
 
+@answer("lab3", "log_softmax_vjp")
 def _cross_entropy_hessian_times(t, g, logits, labels):
     """The Hessian of ``g * softmax_cross_entropy`` at ``logits`` times ``t`` (it is symmetric,
     so this is both the VJP and the JVP of the gradient): ``g/N * s (t - <t, s>)``, the softmax's
@@ -207,20 +221,24 @@ def _checked_labels(labels, logits):
     return labels
 
 
-defvjp(softmax_cross_entropy,
-       lambda g, ans, logits, labels: softmax_cross_entropy_grad(g, logits, labels),
-       shape_only(1))                                        # integer labels: no gradient
-defjvp(softmax_cross_entropy,
-       lambda t, ans, logits, labels: sum(t * softmax_cross_entropy_grad(1.0, logits, labels)),
-       no_tangent)
-defvjp(softmax_cross_entropy_grad,
-       lambda h, ans, g, logits, labels: sum(h * softmax_cross_entropy_grad(1.0, logits, labels)),
-       lambda h, ans, g, logits, labels: _cross_entropy_hessian_times(h, g, logits, labels),
-       shape_only(2))
-defjvp(softmax_cross_entropy_grad,
-       lambda t, ans, g, logits, labels: t * softmax_cross_entropy_grad(1.0, logits, labels),
-       lambda t, ans, g, logits, labels: _cross_entropy_hessian_times(t, g, logits, labels),
-       no_tangent)
+with answers("lab3", "log_softmax_vjp"):
+    defvjp(softmax_cross_entropy,
+           lambda g, ans, logits, labels: softmax_cross_entropy_grad(g, logits, labels),
+           shape_only(1))                                    # integer labels: no gradient
+    defvjp(softmax_cross_entropy_grad,
+           lambda h, ans, g, logits, labels:
+           sum(h * softmax_cross_entropy_grad(1.0, logits, labels)),
+           lambda h, ans, g, logits, labels: _cross_entropy_hessian_times(h, g, logits, labels),
+           shape_only(2))
+with answers("lab3", "forward_mode"):
+    defjvp(softmax_cross_entropy,
+           lambda t, ans, logits, labels:
+           sum(t * softmax_cross_entropy_grad(1.0, logits, labels)),
+           no_tangent)
+    defjvp(softmax_cross_entropy_grad,
+           lambda t, ans, g, logits, labels: t * softmax_cross_entropy_grad(1.0, logits, labels),
+           lambda t, ans, g, logits, labels: _cross_entropy_hessian_times(t, g, logits, labels),
+           no_tangent)
 
 
 def accuracy(logits, labels):
@@ -235,6 +253,7 @@ class SGD:
     def __init__(self, learning_rate):
         self.learning_rate = learning_rate
 
+    @answer("lab1", "sgd_step")
     def step(self, params, grads):
         """The updated parameters, as a new dict (the old arrays are left as they were)."""
         return {name: value - self.learning_rate * grads[name] for name, value in params.items()}
@@ -261,12 +280,14 @@ class SentimentClassifier:
         """Fresh parameters ``{name: array}`` drawn from ``rng`` (a ``numpy.random.Generator``)."""
         return {**self.embedding.init(rng), **self.hidden.init(rng), **self.output.init(rng)}
 
+    @answer("lab4", "classifier")
     def logits(self, params, ids, mask):
         """Class scores ``(B, C)`` for token ids ``(B, T)`` with padding mask ``(B, T)``."""
         vectors = self.embedding(params, ids)                       # (B, T, D)
         hidden = relu(self.hidden(params, vectors))                 # (B, T, H)
         return masked_mean(self.output(params, hidden), mask)       # (B, T, C) -> (B, C)
 
+    @answer("lab4", "classifier")
     def loss(self, params, ids, mask, labels):
         """Mean softmax cross-entropy of the batch: a scalar."""
         return softmax_cross_entropy(self.logits(params, ids, mask), labels)

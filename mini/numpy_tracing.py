@@ -9,6 +9,7 @@ trace raises an error that names it: nothing is silently treated as a constant.
 import numpy as np
 
 from mini import primitives as p
+from mini.answers import answer
 from mini.linear import count
 from mini.primitives import add, divide, getitem, matmul, multiply, negative, power, subtract
 
@@ -95,6 +96,7 @@ def _refuse(name, **unsupported):
                         f"{'it' if len(given) == 1 else 'them'} out (mini keeps numpy's dtypes)")
 
 
+@answer("lab3", "tracer")
 class TracedArray(p.Traced):
     """What eager boxes, forward-mode duals and framework nodes share: arithmetic operators and
     numpy functions on them call mini's primitives, so ordinary numpy-style code builds a graph.

@@ -20,6 +20,7 @@ written with the other primitive, so derivatives of derivatives work too::
 import numpy as np
 
 from mini import backend
+from mini.answers import answer, answers
 from mini.linear import (  # noqa: F401 (mini's primitives, all importable from here)
     affine, axis_size, broadcast_like, concatenate, concatenate_args, concatenate_part, dot,
     dot_adjoint_a, dot_adjoint_b, getitem, matmul, matmul_adjoint_a, matmul_adjoint_b, mean,
@@ -126,61 +127,67 @@ def where(condition, x, y):
     return np.where(condition, x, y)
 
 
+@answer("lab3", "elementwise_vjps")
 def _power_vjp_x(g, ans, x, y):
     """y x^(y-1); at y = 0 the derivative is 0 even at x = 0, so x^(y-1) is never 0^-1 there."""
     return g * y * x ** where(y, y - 1, 1.0)
 
 
+@answer("lab3", "elementwise_vjps")
 def _power_vjp_y(g, ans, x, y):
     """x^y log(x); where x = 0 (and so x^y = 0 for y > 0) the product is 0, not 0 * -inf."""
     return g * ans * log(where(x, x, 1.0))
 
 
+@answer("lab3", "elementwise_vjps")
 def _ties_shared(x, y):
     """d max(x, y)/dx: 1 where x wins, 0.5 at a tie (as autograd), 0 where y wins."""
     return greater(x, y) + 0.5 * equal(x, y)
 
 
-defvjp(add, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
-defjvp(add, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
-defvjp(subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g, broadcasting=True)
-defjvp(subtract, lambda t, ans, x, y: t, lambda t, ans, x, y: -t, broadcasting=True)
-defvjp(multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x, broadcasting=True)
-defjvp(multiply, lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t, broadcasting=True)
-defvjp(divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, broadcasting=True)
-defjvp(divide, lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y, broadcasting=True)
-defvjp(negative, lambda g, ans, x: -g)
-defjvp(negative, lambda t, ans, x: -t)
-defvjp(power, _power_vjp_x, _power_vjp_y, broadcasting=True)
-defjvp(power, _power_vjp_x, _power_vjp_y, broadcasting=True)   # elementwise: J is diagonal
-defvjp(exp, lambda g, ans, x: g * ans)
-defjvp(exp, lambda t, ans, x: t * ans)
-defvjp(log, lambda g, ans, x: g / x)
-defjvp(log, lambda t, ans, x: t / x)
-defvjp(tanh, lambda g, ans, x: g * (1 - ans * ans))
-defjvp(tanh, lambda t, ans, x: t * (1 - ans * ans))
-defvjp(sqrt, lambda g, ans, x: g / (2 * ans))
-defjvp(sqrt, lambda t, ans, x: t / (2 * ans))
-defvjp(conjugate, lambda g, ans, x: conjugate(g))
-defjvp(conjugate, lambda t, ans, x: conjugate(t))
-defvjp(sigmoid, lambda g, ans, x: g * ans * (1 - ans))
-defjvp(sigmoid, lambda t, ans, x: t * ans * (1 - ans))
-defvjp(relu, lambda g, ans, x: g * greater(x, 0))
-defjvp(relu, lambda t, ans, x: t * greater(x, 0))
-defvjp(maximum, lambda g, ans, x, y: g * _ties_shared(x, y),
-       lambda g, ans, x, y: g * _ties_shared(y, x), broadcasting=True)
-defjvp(maximum, lambda t, ans, x, y: t * _ties_shared(x, y),
-       lambda t, ans, x, y: t * _ties_shared(y, x), broadcasting=True)
-defvjp(where, shape_only(0), lambda g, ans, c, x, y: where(c, g, 0.0),
-       lambda g, ans, c, x, y: where(c, 0.0, g), broadcasting=True)
-defjvp(where, no_tangent, lambda t, ans, c, x, y: where(c, t, 0.0),
-       lambda t, ans, c, x, y: where(c, 0.0, t), broadcasting=True)
+with answers("lab3", "elementwise_vjps"):
+    defvjp(add, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
+    defvjp(subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g, broadcasting=True)
+    defvjp(multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x, broadcasting=True)
+    defvjp(divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, broadcasting=True)
+    defvjp(negative, lambda g, ans, x: -g)
+    defvjp(power, _power_vjp_x, _power_vjp_y, broadcasting=True)
+    defvjp(exp, lambda g, ans, x: g * ans)
+    defvjp(log, lambda g, ans, x: g / x)
+    defvjp(tanh, lambda g, ans, x: g * (1 - ans * ans))
+    defvjp(sqrt, lambda g, ans, x: g / (2 * ans))
+    defvjp(conjugate, lambda g, ans, x: conjugate(g))
+    defvjp(sigmoid, lambda g, ans, x: g * ans * (1 - ans))
+    defvjp(relu, lambda g, ans, x: g * greater(x, 0))
+    defvjp(maximum, lambda g, ans, x, y: g * _ties_shared(x, y),
+           lambda g, ans, x, y: g * _ties_shared(y, x), broadcasting=True)
+    defvjp(where, shape_only(0), lambda g, ans, c, x, y: where(c, g, 0.0),
+           lambda g, ans, c, x, y: where(c, 0.0, g), broadcasting=True)
+with answers("lab3", "forward_mode"):
+    defjvp(add, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
+    defjvp(subtract, lambda t, ans, x, y: t, lambda t, ans, x, y: -t, broadcasting=True)
+    defjvp(multiply, lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t, broadcasting=True)
+    defjvp(divide, lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y, broadcasting=True)
+    defjvp(negative, lambda t, ans, x: -t)
+    defjvp(power, _power_vjp_x, _power_vjp_y, broadcasting=True)   # elementwise: J is diagonal
+    defjvp(exp, lambda t, ans, x: t * ans)
+    defjvp(log, lambda t, ans, x: t / x)
+    defjvp(tanh, lambda t, ans, x: t * (1 - ans * ans))
+    defjvp(sqrt, lambda t, ans, x: t / (2 * ans))
+    defjvp(conjugate, lambda t, ans, x: conjugate(t))
+    defjvp(sigmoid, lambda t, ans, x: t * ans * (1 - ans))
+    defjvp(relu, lambda t, ans, x: t * greater(x, 0))
+    defjvp(maximum, lambda t, ans, x, y: t * _ties_shared(x, y),
+           lambda t, ans, x, y: t * _ties_shared(y, x), broadcasting=True)
+    defjvp(where, no_tangent, lambda t, ans, c, x, y: where(c, t, 0.0),
+           lambda t, ans, c, x, y: where(c, 0.0, t), broadcasting=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Softmax family, numerically stable (the max is subtracted before exponentiating)
 # ---------------------------------------------------------------------------------------------
 
+@answer("lab1", "softmax_loss")
 @primitive
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) without overflow: m + log(sum(exp(x - m))) with m = max(x).
@@ -193,6 +200,7 @@ def logsumexp(x, axis=None, keepdims=False):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
+@answer("lab1", "softmax_loss")
 @primitive
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis``."""
@@ -200,25 +208,29 @@ def softmax(x, axis=-1):
     return e / np.add.reduce(e, axis=axis, keepdims=True)
 
 
+@answer("lab1", "softmax_loss")
 @primitive
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along ``axis``."""
     return x - logsumexp.fun(x, axis=axis, keepdims=True)
 
 
+@answer("lab3", "log_softmax_vjp")
 def _softmax_of(ans, x, axis, keepdims):
     """exp(x - logsumexp(x)), from logsumexp's output ``ans``."""
     return exp(x - broadcast_like(ans, x, axis, keepdims))
 
 
-defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
-       broadcast_like(g, x, axis, keepdims) * _softmax_of(ans, x, axis, keepdims))
-defjvp(logsumexp, lambda t, ans, x, axis=None, keepdims=False:
-       sum(t * _softmax_of(ans, x, axis, keepdims), axis=axis, keepdims=keepdims))
-defvjp(softmax, lambda g, ans, x, axis=-1: ans * (g - sum(g * ans, axis=axis, keepdims=True)))
-defjvp(softmax, lambda t, ans, x, axis=-1: ans * (t - sum(t * ans, axis=axis, keepdims=True)))
-defvjp(log_softmax, lambda g, ans, x, axis=-1: g - exp(ans) * sum(g, axis=axis, keepdims=True))
-defjvp(log_softmax, lambda t, ans, x, axis=-1: t - sum(t * exp(ans), axis=axis, keepdims=True))
+with answers("lab3", "log_softmax_vjp"):
+    defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
+           broadcast_like(g, x, axis, keepdims) * _softmax_of(ans, x, axis, keepdims))
+    defvjp(softmax, lambda g, ans, x, axis=-1: ans * (g - sum(g * ans, axis=axis, keepdims=True)))
+    defvjp(log_softmax, lambda g, ans, x, axis=-1: g - exp(ans) * sum(g, axis=axis, keepdims=True))
+with answers("lab3", "forward_mode"):
+    defjvp(logsumexp, lambda t, ans, x, axis=None, keepdims=False:
+           sum(t * _softmax_of(ans, x, axis, keepdims), axis=axis, keepdims=keepdims))
+    defjvp(softmax, lambda t, ans, x, axis=-1: ans * (t - sum(t * ans, axis=axis, keepdims=True)))
+    defjvp(log_softmax, lambda t, ans, x, axis=-1: t - sum(t * exp(ans), axis=axis, keepdims=True))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ import functools
 
 import numpy as np
 
+from mini.answers import answer, answers
+
 
 class Traced:
     """A value that records the primitives applied to it instead of only computing them.
@@ -156,6 +158,7 @@ class _EveryArgument:
 
 
 def _summed_to_argument(vjp, argnum):
+    @answer("lab3", "unbroadcast")
     def summed(g, ans, *args, **kwargs):
         share, like = vjp(g, ans, *args, **kwargs), args[argnum]
         if type(share) in _PLAIN and type(like) in _PLAIN and shape_of(share) == shape_of(like):
@@ -169,6 +172,7 @@ _PLAIN = (np.ndarray, np.float64, float, int)
 
 
 def _broadcast_to_answer(jvp):
+    @answer("lab3", "forward_mode")
     def broadcast(t, ans, *args, **kwargs):
         return broadcast_to_like(jvp(t, ans, *args, **kwargs), ans)
     return broadcast
@@ -178,6 +182,7 @@ def _broadcast_to_answer(jvp):
 # The primitives the table itself needs: undoing broadcasting, and zeros
 # ---------------------------------------------------------------------------------------------
 
+@answer("lab3", "unbroadcast")
 @primitive
 def sum_to_like(g, like):
     """Undo broadcasting: sum ``g`` down to the shape of ``like``."""
@@ -185,6 +190,7 @@ def sum_to_like(g, like):
     return g if shape_of(g) == shape else sum_to_shape(g, shape)
 
 
+@answer("lab3", "shape_vjps")
 @primitive
 def broadcast_to_like(g, like):
     """Broadcast ``g`` to the shape of ``like`` (the adjoint of :func:`sum_to_like`)."""
@@ -206,6 +212,7 @@ def zeros_like(x):
     return np.zeros_like(x, dtype=np.result_type(x, 1.0))
 
 
+@answer("lab3", "unbroadcast")
 def sum_to_shape(g, shape):
     """Sum the leading axes broadcasting added, then the axes it stretched from length 1.
 
@@ -217,8 +224,10 @@ def sum_to_shape(g, shape):
     return np.add.reduce(g, axis=axes, keepdims=True) if axes else g
 
 
-defvjp(sum_to_like, lambda g, ans, x, like: broadcast_to_like(g, x), shape_only(1))
-defjvp(sum_to_like, lambda t, ans, x, like: sum_to_like(t, like), no_tangent)
-defvjp(broadcast_to_like, lambda g, ans, x, like: sum_to_like(g, x), shape_only(1))
-defjvp(broadcast_to_like, lambda t, ans, x, like: broadcast_to_like(t, like), no_tangent)
+with answers("lab3", "shape_vjps"):
+    defvjp(sum_to_like, lambda g, ans, x, like: broadcast_to_like(g, x), shape_only(1))
+    defvjp(broadcast_to_like, lambda g, ans, x, like: sum_to_like(g, x), shape_only(1))
+with answers("lab3", "forward_mode"):
+    defjvp(sum_to_like, lambda t, ans, x, like: sum_to_like(t, like), no_tangent)
+    defjvp(broadcast_to_like, lambda t, ans, x, like: broadcast_to_like(t, like), no_tangent)
 defvjp_zero(zeros_like)

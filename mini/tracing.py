@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mini.answers import answer
 from mini.numpy_tracing import UFUNCS, TracedArray, untraced
 from mini.primitives import Traced, divide, equal, getitem, not_equal, stack_args
 
@@ -70,6 +71,7 @@ class TracedValue(TracedArray):
     __hash__ = object.__hash__
 
     @classmethod
+    @answer("lab3", "tracer")
     def apply(cls, prim, args, kwargs):
         """Record ``prim`` on the innermost trace among its arguments.
 

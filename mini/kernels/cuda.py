@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from mini.answers import answer
 from mini.kernels import device
 from mini.kernels.shapes import check_matmul, reduction_rows
 
@@ -96,6 +97,7 @@ def maximum(a, b):
 # map and zip: one thread per element, grid-stride loop
 # ---------------------------------------------------------------------------------------------
 
+@answer("lab5", "map_kernel")
 def map_kernel(fn):
     """``kernel[blocks, threads](x, out)`` with ``out[i] = fn(x[i])`` for flat arrays."""
     def make():
@@ -110,6 +112,7 @@ def map_kernel(fn):
     return _kernel(("map", fn), make)
 
 
+@answer("lab5", "zip_kernel")
 def zip_kernel(fn):
     """``kernel[blocks, threads](x, x_strides, y, y_strides, out, out_shape)``: ``out = fn(x, y)``.
 
@@ -177,6 +180,7 @@ def _element_strides(shape, out_shape):
 # reduce: shared-memory tree inside each block, one result per block
 # ---------------------------------------------------------------------------------------------
 
+@answer("lab5", "reduce_kernel")
 def reduce_kernel(fn, dtype):
     """``kernel[(parts, rows), THREADS](x, start, out)``: ``out[r, p]`` reduces part p of row r.
 
@@ -236,6 +240,7 @@ def reduce_device(fn, x, start=0.0):
 # matmul: C = A B
 # ---------------------------------------------------------------------------------------------
 
+@answer("lab5", "matmul_tiled")
 def matmul_naive_kernel(dtype):
     """``kernel[grid, (TILE, TILE)](a, b, c)``: one thread per element of c.
 
@@ -257,6 +262,7 @@ def matmul_naive_kernel(dtype):
     return _kernel(("naive", dtype), make)
 
 
+@answer("lab5", "matmul_tiled")
 def matmul_tiled_kernel(dtype, tile=TILE):
     """``kernel[grid, (tile, tile)](a, b, c)``: a block computes one tile x tile tile of c.
 

@@ -1,0 +1,70 @@
+"""Which of mini's functions answer a lab's fill-in: marked once, where they are defined.
+
+mini is complete: lab 3's ``backward_pass`` is mini's own, lab 4's ``session_run`` is
+``Session.run``.  Each function that answers a fill-in is marked where it is defined, with
+:func:`answer` for a function, method, class or primitive, and with an :func:`answers` block around
+the derivatives registered in the table (a VJP is often a lambda).  The marks change nothing in
+the full mini that instructors and self-learners use.  They are read by the grader, which writes a
+*student edition* of mini (``autograder.edition``) for the kit students get and for every process
+that runs a student's code: there the body of every marked function of a lab not yet revealed
+says which lab asks for it (:func:`withheld`), so that no answer is in reach before its deadline.
+
+    @answer("lab3", "backward_pass")
+    def backward_pass(g, end_node): ...
+
+    with answers("lab3", "elementwise_vjps"):
+        defvjp(exp, lambda g, ans, x: g * ans)
+"""
+import contextlib
+
+ANSWERS = {}
+"""``(lab, fill-in) -> [what answers it]``: functions, classes, primitives, and the VJPs and JVPs
+registered inside :func:`answers` blocks (what the grader's tests look for in a student's
+process)."""
+
+
+class AnswerWithheld(NotImplementedError):
+    """A function of mini that answers a lab's fill-in was called in an edition of mini where
+    that lab is not revealed yet."""
+
+    def __init__(self, lab, fill_in, name):
+        number = lab.removeprefix("lab")
+        super().__init__(f"lab {number} asks you to write {fill_in}, so this edition of mini "
+                         f"leaves out {name} until lab {number} is revealed")
+        self.lab, self.fill_in, self.name = lab, fill_in, name
+
+
+def answer(lab, fill_in):
+    """Mark the decorated function, class or primitive as mini's answer to ``fill_in`` of ``lab``
+    (``"lab3"``); it is returned unchanged."""
+    def mark(thing):
+        ANSWERS.setdefault((lab, fill_in), []).append(thing)
+        return thing
+    return mark
+
+
+@contextlib.contextmanager
+def answers(lab, fill_in):
+    """The VJPs and JVPs registered inside the block answer ``fill_in`` of ``lab``."""
+    from mini import table
+    before = {id(rule) for rule in _rules(table)}
+    yield
+    ANSWERS.setdefault((lab, fill_in), []).extend(
+        rule for rule in _rules(table) if id(rule) not in before)
+
+
+def _rules(table):
+    for entries in (*table.vjp_table.values(), *table.jvp_table.values()):
+        yield from entries.values() if isinstance(entries, dict) else [entries.rule]
+
+
+def withheld(lab, fill_in, name):
+    """What a marked function does in a student edition where ``lab`` is not revealed."""
+    raise AnswerWithheld(lab, fill_in, name)
+
+
+def withheld_function(lab, fill_in, name):
+    """What a marked lambda (a derivative) becomes in such an edition: a function that raises."""
+    def stub(*args, **kwargs):
+        withheld(lab, fill_in, name)
+    return stub
