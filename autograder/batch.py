@@ -32,7 +32,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from autograder import course, forkserver, sandbox
+from autograder import course, edition, forkserver, sandbox
 from autograder.runner import read_notebook
 
 MARKER = ".mini-graded"
@@ -267,6 +267,7 @@ def _exit_when_set(stop):
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
     os.environ["MINI_KERNEL_HOME"] = str(_autograded(lab, student))
+    os.environ["MINI_EDITION"] = str(edition.for_grading(lab))
     _empty(_runtime)
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:

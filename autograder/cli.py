@@ -55,6 +55,10 @@ def _parser():
     sub.add_argument("--to", help="release folder (default: labs/ in the repository)")
     sub.add_argument("--kit", help="student kit folder, written with a .zip beside it (default: "
                                    "kit/ beside the release folder: kit/ at the repository root)")
+    sub.add_argument("--reveal", default="", metavar="LABS",
+                     help="labs whose deadline has passed, e.g. lab1,lab2: the kit's mini holds "
+                          "their answers (every other lab's are left out); a lab in the kit "
+                          "needs the labs it builds on revealed")
 
     sub = command("collect", _collect, "copy submissions from a folder or zip into the course")
     sub.add_argument("source", help="a folder or .zip of <student>/<lab>.ipynb or LMS downloads")
@@ -130,8 +134,10 @@ def _release(args):
     course.release(args.lab)
     released = Path(os.environ.get("MINI_RELEASE_DIR") or course.REPO / "labs")
     print(f"released {', '.join(course.expand(args.lab))} to {released}")
-    folder, archive = kit.write(released, args.kit)
-    print(f"student kit in {folder} (and {archive.name} beside it)")
+    revealed = course.expand(args.reveal) if args.reveal else []
+    folder, archive = kit.write(released, args.kit, revealed=revealed)
+    print(f"student kit in {folder} (and {archive.name} beside it), revealing "
+          f"{', '.join(revealed) or 'no lab'}")
     return 0
 
 

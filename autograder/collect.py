@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 from autograder import course
-from autograder.checks import LABS, short_name
+from autograder.labs import LABS, short_name
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 

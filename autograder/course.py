@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from autograder import REPO
-from autograder.checks import LABS, lab_name
+from autograder.labs import LABS, lab_name
 
 CONFIG_FILE = REPO / "autograder" / "nbgrader_config.py"
 

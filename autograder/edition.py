@@ -18,6 +18,7 @@ Editions for grading are written once into a cache named by what went into them 
 the labs withheld, this module), and shared by every worker and kernel.
 """
 import ast
+import functools
 import hashlib
 import os
 import shutil
@@ -45,6 +46,7 @@ def write(folder, withheld, source=MINI):
     return target
 
 
+@functools.cache
 def for_grading(lab):
     """The folder whose ``mini`` is the edition every process running a student's code for
     ``lab`` imports: the labs ``lab`` needs revealed, every other lab withheld.  Written into the

@@ -35,12 +35,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import guard, kernel, sandbox
+from autograder import edition, guard, kernel, probes, sandbox
 
-# What the server imports once, for every kernel: most labs' first cell imports matplotlib's two,
-# and every hidden test cell calls the last (the only part of the grader a kernel can import).
-PRELOAD = ("ipykernel.kernelapp", "numpy", "matplotlib.pyplot", "matplotlib_inline.backend_inline",
-           kernel.HIDDEN_CELLS)
+# What the server imports once, for every kernel: most labs' first cell imports matplotlib's two.
+# Not mini: each lab's kernels import their own student edition of it, with their lab's probes.
+PRELOAD = ("ipykernel.kernelapp", "numpy", "matplotlib.pyplot", "matplotlib_inline.backend_inline")
 
 CLIENT = r"""
 import json, os, signal, socket, sys
@@ -82,8 +81,8 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     with namespaces a child sees its own only.  Of the host's folders, the server's sandbox holds
     ``folder``, ``runtime_dir``, ``cover`` and ``cgroup`` writable, and Python, mini and the
     grader read-only (:func:`autograder.sandbox.sandboxed`).  Kernels get ``limits``
-    (:class:`autograder.sandbox.Limits`), and see the reference modules of ``labs`` (the labs
-    they grade) empty (:func:`autograder.guard.reference_files`).  Given
+    (:class:`autograder.sandbox.Limits`), and each imports the student edition of mini of its
+    own lab (one of ``labs``, ``autograder.edition.for_grading``) and sees no other.  Given
     ``cgroup`` (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it,
     and each kernel in one of its own there, allowed ``limits.processes`` processes and threads,
     and emptied when the kernel ends.
@@ -92,13 +91,14 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     home = folder / "home"
     home.mkdir(parents=True)
     Path(cover).mkdir(parents=True, exist_ok=True)
+    editions = {lab: str(edition.for_grading(lab)) for lab in sorted(labs)}
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
               "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
-              "confinement": confinement, "cgroup": cgroup and str(cgroup), "labs": sorted(labs)}
+              "confinement": confinement, "cgroup": cgroup and str(cgroup), "editions": editions}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
     writable = [folder, runtime_dir, cover] + ([cgroup] if cgroup else [])   # kernels' cgroups
-    command = sandbox.sandboxed(command, keep=writable)
+    command = sandbox.sandboxed(command, keep=writable, editions=editions.values())
     environment = {**sandbox.student_environment(home, keep=kernel.KEEP),
                    "IPYTHONDIR": str(home / "ipython")}
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -130,8 +130,6 @@ def serve():
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     for module in PRELOAD:
         __import__(module)
-    # the graded labs' reference modules, imported here once; each kernel sees their files empty
-    config["hide"] = {lab: guard.reference_files(lab) for lab in config["labs"]}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(config["socket"])
     listener.listen(16)
@@ -250,21 +248,26 @@ def _become_kernel(config, request, keep):
         own = config["cgroup"] and sandbox.nested_cgroup(
             config["cgroup"], f"kernel-{os.getpid()}", config["rlimits"]["NPROC"])
         sandbox.join(own)
-        hidden = config["hide"].get(Path(request["cwd"]).name, [])   # autograded/<student>/<lab>
+        lab = Path(request["cwd"]).name                          # autograded/<student>/<lab>
+        own_edition = config["editions"][lab]
+        sys.path.insert(0, own_edition)
+        kept = probes.lab_probes(lab)
         if config["namespaces"]:
             _own_copy_only(request["cwd"], config["cover"], hide_cgroups=bool(own))
-            sandbox.cover([*hidden, sandbox.GRADER])
+            others = [path for path in config["editions"].values() if path != own_edition]
+            sandbox.cover([*others, sandbox.GRADER])
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["environment"])
-        confinement = sandbox.without(config["confinement"], hidden)
+        confinement = config["confinement"] and {
+            **config["confinement"], "readable": [*config["confinement"]["readable"], own_edition]}
         environment = kernel.enter(config["rlimits"], confinement, request["arguments"],
                                    namespaces=config["namespaces"])
         os.environ.clear()
         os.environ.update(environment)
         tempfile.tempdir = None
         sys.dont_write_bytecode = True
-        guard.hide_autograder(keep=[kernel.HIDDEN_CELLS])
+        guard.hide_autograder(keep=["autograder.probes", kept])
         from ipykernel import kernelapp
         kernelapp.launch_new_instance(argv=request["arguments"])
     except SystemExit as leaving:

@@ -28,7 +28,8 @@ import zipfile
 from pathlib import Path
 
 from autograder import runner, sandbox
-from autograder.checks import LABS, new_seed, short_name
+from autograder.checks import new_seed
+from autograder.labs import LABS, short_name
 
 REPO = runner.REPO
 # What only the nbgrader path and Jupyter itself need: Gradescope grades without them.

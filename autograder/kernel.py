@@ -9,41 +9,42 @@ short list, so no variable of the instructor's reaches student code, not even th
 ``/proc/self/environ``.  With namespaces it first takes a PID namespace of its own
 (:mod:`autograder.pid_namespace`), so that whatever the kernel starts ends with it, and last drops
 every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel
-confines itself to it: it may read its connection file and write only its folder (the autograded
-copy it starts in), its temporary home (beside its connection file) and the folder of its IPC
-sockets.  That step, with hiding the graded lab's reference source and the grader's, and dropping
-the capabilities, is taken after ``execve``, in the kernel's own interpreter (:func:`seal`).  A
-batch's worker starts most kernels faster, by forking them from :mod:`autograder.forkserver`,
-which takes the same steps (:func:`enter`) in each child.
+confines itself to it: it may read its connection file and the student edition of mini, and write
+only its folder (the autograded copy it starts in), its temporary home (beside its connection
+file) and the folder of its IPC sockets.  That step, with importing the student half of the lab's
+checks, hiding the grader's source, and dropping the capabilities, is taken after ``execve``, in
+the kernel's own interpreter (:func:`seal`).  A batch's worker starts most kernels faster, by
+forking them from :mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in each
+child.
 
     python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
 """
-import importlib
 import json
 import os
 import sys
 import tempfile
 
-from autograder import capabilities, guard, pid_namespace, sandbox
-from autograder.checks import LABS
+from autograder import capabilities, guard, pid_namespace, probes, sandbox
+from autograder.labs import LABS
 from autograder.sandbox import REPO, confine, set_limits, student_environment, user_tasks
 
 # beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does; not
 # kept in a PID namespace of its own, where the namespace ends with the parent instead) and the
-# thread settings the instructor chose (not the checks' seed: the grader writes it into each
+# thread settings the instructor chose (not the checks' inputs: the grader writes them into each
 # test cell as the cell runs)
 KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-
-# the one module of the grader a kernel keeps importable once sealed: its hidden test cells call it
-HIDDEN_CELLS = "autograder.hidden"
 
 
 def main():
     rlimits, confinement, namespaces = map(json.loads, sys.argv[1:4])
     kernel_arguments = sys.argv[4:]
+    edition = os.environ["MINI_EDITION"]        # the batch's (autograder.edition.for_grading)
+    if confinement:
+        confinement["readable"].append(edition)
     environment = enter(rlimits, confinement, kernel_arguments, namespaces, sealed=False)
-    sealing = json.dumps({"confinement": confinement, "namespaces": namespaces})
-    start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "     # the grader's own mini
+    sealing = json.dumps({"confinement": confinement, "namespaces": namespaces,
+                          "edition": edition})
+    start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
              "from autograder.kernel import seal; seal(sys.argv.pop(1)); "
              "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
     os.execve(sys.executable, [sys.executable, "-I", "-c", start, sealing, *kernel_arguments],
@@ -51,19 +52,19 @@ def main():
 
 
 def seal(sealing):
-    """The kernel's last steps before ipykernel, in its own interpreter (after ``execve``): import
-    the graded lab's reference modules and what its hidden test cells call; then lay /dev/null
-    over the reference files and an empty folder over the grader (with namespaces), confine the
-    process without either (Landlock), refuse ``import autograder`` but ``autograder.hidden`` to
+    """The kernel's last steps before ipykernel, in its own interpreter (after ``execve``): put the
+    student edition of mini first on the path and import the student half of the lab's checks
+    (what its test cells call while graded), then lay an empty folder over the grader (with
+    namespaces), confine the process (Landlock), refuse ``import autograder`` but the probes to
     student code, and drop every capability (with namespaces).  Mounting comes first, since
     Landlock forbids it.  The lab is the name of the folder the kernel starts in
     (``autograded/<student>/<lab>``)."""
     sealing = json.loads(sealing)
+    sys.path.insert(0, sealing["edition"])
     lab = os.path.basename(os.getcwd())
-    files = guard.reference_files(lab) if lab in LABS else []
-    importlib.import_module(HIDDEN_CELLS)
-    sandbox.seal_off(files, sealing["confinement"], sealing["namespaces"])
-    guard.hide_autograder(keep=[HIDDEN_CELLS])
+    kept = [probes.lab_probes(lab)] if lab in LABS else []
+    sandbox.seal_off(sealing["confinement"], sealing["namespaces"])
+    guard.hide_autograder(keep=["autograder.probes", *kept])
 
 
 def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):

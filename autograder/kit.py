@@ -1,11 +1,13 @@
 """The student kit: the folder (and its .zip) that students receive; nothing an instructor keeps.
 
-design.md, "Distribution": students get the released labs, ``mini``, the environment files and a
-README with two commands (set up; open JupyterLab); never ``solutions/``, the hidden checks or the
-grader.  The kit is written from what nbgrader released (those notebooks have no solutions and no
-hidden tests) and from the repository's ``mini/``; its ``pyproject.toml`` is a distribution of
-``mini`` alone, with the students' dependencies taken from the repository's, so the two stay in
-step.  ``python -m autograder release`` calls :func:`write` after every release.
+design.md, "Distribution": students get the released labs, a student edition of ``mini``, the
+environment files and a README with two commands (set up; open JupyterLab); never ``solutions/``,
+the hidden checks or the grader.  The kit is written from what nbgrader released (those notebooks
+have no solutions and no hidden tests) and from the repository's ``mini/``, with the answers of
+every lab not *revealed* (its deadline not passed) left out (``autograder.edition``); its
+``pyproject.toml`` is a distribution of ``mini`` alone, with the students' dependencies taken
+from the repository's, so the two stay in step.  ``python -m autograder release`` calls
+:func:`write` after every release.
 """
 import html
 import shutil
@@ -14,13 +16,17 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import REPO
-from autograder.checks import LABS
+from autograder import REPO, edition
+from autograder.labs import LABS, missing_needs, short_name
+
 DISTRIBUTION = "mini-labs"
-# What a student's notebooks need: mini's own imports, JupyterLab 4, and nbgrader 0.9 for the
-# Validate button.  Versions come from the repository's pyproject.toml.
-STUDENT_PACKAGES = ("numpy", "numba", "numba-cuda", "matplotlib", "tqdm", "jupyterlab", "nbgrader")
-PIP_ONLY = {"numba-cuda"}   # from pip in the conda environment, as the repository's environment.yml
+# What a student's notebooks need: mini's own imports, NVIDIA's compilers for lab 5's PTX (no GPU
+# needed), JupyterLab 4, and nbgrader 0.9 for the Validate button.  Versions come from the
+# repository's pyproject.toml.
+STUDENT_PACKAGES = ("numpy", "numba", "numba-cuda", "nvidia-cuda-nvrtc-cu12",
+                    "nvidia-cuda-nvcc-cu12", "matplotlib", "tqdm", "jupyterlab", "nbgrader")
+# from pip in the conda environment, as the repository's environment.yml
+PIP_ONLY = {"numba-cuda", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvcc-cu12"}
 SKIPPED = ("__pycache__", "*.pyc", "*.nbi", "*.nbc", ".ipynb_checkpoints")   # caches, not sources
 
 
@@ -29,12 +35,15 @@ def default_folder(released):
     return Path(released).resolve().parent / "kit"
 
 
-def write(released, folder=None, repo=REPO):
+def write(released, folder=None, repo=REPO, revealed=()):
     """Write the kit for the labs in ``released`` to ``folder``, and ``folder``.zip beside it.
 
-    ``folder`` is replaced when it holds an earlier kit; any other existing, non-empty folder is
-    refused (ValueError), so a mistyped ``--kit`` never deletes someone's files.  Returns the
-    paths of the folder and of the zip.
+    Its mini is the student edition that holds the answers of the labs ``revealed`` and of no
+    other lab.  A kit in which a lab that is not revealed needs a lab that is not revealed either
+    (``autograder.labs.NEEDS``) is refused (ValueError, naming the lab to reveal): its students
+    could not run it.  ``folder`` is replaced when it holds an earlier kit; any other existing,
+    non-empty folder is refused (ValueError), so a mistyped ``--kit`` never deletes someone's
+    files.  Returns the paths of the folder and of the zip.
     """
     released = Path(released).resolve()
     folder = Path(folder).resolve() if folder else default_folder(released)
@@ -42,17 +51,25 @@ def write(released, folder=None, repo=REPO):
     if not labs:
         raise FileNotFoundError(f"{released} holds no released lab ({', '.join(LABS)}): "
                                 "release one first")
+    revealed = [lab for lab in LABS if lab in set(revealed)]
+    for lab in labs:
+        missing = missing_needs(lab, revealed) if lab not in revealed else []
+        if missing:
+            raise ValueError(f"the kit would hold {lab}, which builds on {', '.join(missing)}, "
+                             "whose answers its students need: release with --reveal "
+                             f"{','.join(short_name(name) for name in [*revealed, *missing])} "
+                             "(once their deadlines have passed)")
     _clear(folder)
     for lab in labs:
         shutil.copytree(released / lab, folder / "labs" / lab,
                         ignore=shutil.ignore_patterns(*SKIPPED))
-    shutil.copytree(repo / "mini", folder / "mini", ignore=shutil.ignore_patterns(*SKIPPED))
+    edition.write(folder, [lab for lab in LABS if lab not in revealed], source=repo / "mini")
     project = tomllib.loads((repo / "pyproject.toml").read_text())
     requirements = student_requirements(project)
     (folder / "pyproject.toml").write_text(_pyproject(project, requirements))
     (folder / "environment.yml").write_text(_environment(requirements))
     (folder / "Makefile").write_text(MAKEFILE)
-    (folder / "README.md").write_text(_readme(folder / "labs", labs))
+    (folder / "README.md").write_text(_readme(folder / "labs", labs, revealed))
     archive = shutil.make_archive(str(folder), "zip", root_dir=folder.parent, base_dir=folder.name)
     return folder, Path(archive)
 
@@ -150,10 +167,13 @@ def _title(notebook):
     return notebook.stem
 
 
-def _readme(labs_folder, labs):
+def _readme(labs_folder, labs, revealed):
     rows = "\n".join(f"| `labs/{lab}/{lab}.ipynb` | {_title(labs_folder / lab / f'{lab}.ipynb')} |"
                      for lab in labs)
-    return README.format(rows=rows)
+    withheld = [lab for lab in LABS if lab not in revealed]
+    shown = (f"the answers of {', '.join(revealed)} (their deadlines have passed: later labs run "
+             "on them)" if revealed else "the answers of no lab")
+    return README.format(rows=rows, revealed=shown, withheld=", ".join(withheld) or "none")
 
 
 README = """\
@@ -183,6 +203,12 @@ With conda: `conda env create -f environment.yml`, `conda activate mini-labs`,
 | notebook | topic |
 |---|---|
 {rows}
+
+## What `mini/` holds
+
+This `mini` holds {revealed}.  The functions that answer the labs still to do ({withheld}) are
+left out: calling one raises an error that names the lab and the fill-in that asks for it.
+Writing them is the lab.
 
 ## Working on a lab
 

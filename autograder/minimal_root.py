@@ -6,7 +6,9 @@ root is a tmpfs that holds nothing of the host but what the command needs, each 
 
 * the system folders of ``LAYOUT["system"]`` (/usr, /etc, ...: a symlink among them, as where /usr
   is merged, stays a symlink), /sys, and the folders of ``LAYOUT["readonly"]`` (Python with its
-  packages, mini, the grader), all read-only;
+  packages, the grader, a student edition of mini: an item may be an environment variable,
+  ``$MINI_EDITION``), all read-only, with an empty folder over each of ``LAYOUT["covered"]``
+  (packages student code must not import);
 * /proc (a PID namespace's first process mounts its own over it, :mod:`autograder.pid_namespace`);
 * a /dev of its own: null, zero, full, random, urandom, tty, a private pts instance and an empty
   /dev/shm;
@@ -38,13 +40,14 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def main():
     layout, command = json.loads(sys.argv[1]), sys.argv[2:]
     writable = [_expanded(folder) for folder in layout["writable"]]
-    _build(layout["system"], layout["readonly"], writable)
+    readonly = [_expanded(folder) for folder in layout["readonly"]]
+    _build(layout["system"], readonly, writable, layout["covered"])
     _switch_root()
     os.chdir(writable[0] if writable else "/")
     os.execvp(command[0], command)
 
 
-def _build(system, readonly, writable):
+def _build(system, readonly, writable, covered):
     """The new root, at ``BUILD``: each of the host's folders in it is bound through a descriptor
     opened before the tmpfs there hides what /tmp held."""
     system = [folder for folder in system if os.path.lexists(folder)]
@@ -62,6 +65,9 @@ def _build(system, readonly, writable):
     _tmpfs("/tmp", "mode=1777,size=64m")
     for folder in readonly:
         _bind_readonly(held[folder], folder)
+    for folder in covered:
+        if os.path.isdir(BUILD + folder):
+            mount("none", BUILD + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
     for folder in sorted(writable):     # one inside another after it
         _bind(held[folder], folder)
     for fd in held.values():

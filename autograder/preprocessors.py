@@ -7,7 +7,8 @@
 * :class:`ResilientExecute` replaces nbgrader's ``Execute``: a cell that kills its kernel (a crash,
   ``os._exit``, a signal) or leaves it deaf to interrupts costs that cell, not the whole notebook.
 * :class:`VerdictsOutsideKernel` is that, with each test cell's hidden checks decided here, in the
-  grader's process, from what the kernel reports (``autograder.hidden``).
+  grader's process, from what the kernel reports (``autograder.hidden``); while a test cell runs,
+  it answers the questions of the checks' stand-ins on the kernel's input channel.
 * :class:`CutOutput` keeps what a cell printed to a bounded size (nbgrader's ``LimitOutput``
   counts lines, and one line of 50 MB is one line).
 * :class:`StderrIsNotFailure` lets a test cell that passed keep its points when something in it
@@ -15,7 +16,9 @@
 
 All are named in ``nbgrader_config.py``.
 """
+import asyncio
 import copy
+import json
 import queue
 import secrets
 
@@ -28,7 +31,8 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Type
 
 from autograder import hidden
-from autograder.checks import LABS, checks_of, new_seed
+from autograder.checks import answer, cases, checks_of, new_seed
+from autograder.labs import LABS
 from autograder.runner import names_tests_read, skips_demo
 
 KERNEL_DIED = "KernelDied"
@@ -173,12 +177,17 @@ class ResilientExecute(Execute):
 class VerdictsOutsideKernel(ResilientExecute):
     """Execute the notebook; decide each test cell's hidden checks in this process.
 
-    Just before a test cell runs, its hidden section is replaced by a call that only reports the
-    student's side of each check, for a seed and a nonce drawn now (:func:`hidden.hidden_call`);
-    after it ran, :func:`hidden.judge` verifies that report against the reference computed here and
-    sets the cell's outputs, which ``SaveAutoGrades`` scores as usual.  The cell keeps its source.
-    A visible test that fails is an error before the report, and still costs the cell.
+    Just before a test cell runs, the checks of its fill-in are drawn here for a seed drawn now,
+    and its hidden section is replaced by the student half of each (their tasks, plain data) and
+    a nonce (:func:`hidden.hidden_call`).  While the cell runs, the kernel may ask for the checks'
+    stand-ins on its input channel (``input()``, open for test cells only), and each question is
+    answered here for that cell's cases alone.  After the cell ran, :func:`hidden.judge` verifies
+    the report against the expected values computed here and sets the cell's outputs, which
+    ``SaveAutoGrades`` scores as usual.  The cell keeps its source.  A visible test that fails is
+    an error before the report, and still costs the cell.
     """
+
+    _answering = None           # the cases of the test cell that is running
 
     def preprocess_cell(self, cell, resources, index):
         tested = _tested(cell, resources)
@@ -186,13 +195,47 @@ class VerdictsOutsideKernel(ResilientExecute):
             return super().preprocess_cell(cell, resources, index)
         lab, fill_in = tested
         seed, nonce, source = new_seed(), secrets.token_hex(16), cell.source
-        cell.source = hidden.hidden_call(source, lab, fill_in, seed, nonce)
+        drawn = cases(lab, fill_in, seed)
+        cell.source = hidden.hidden_call(source, lab, fill_in, drawn, nonce)
+        self._answering = drawn
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         finally:
-            cell.source = source
-        cell.outputs = hidden.judge(cell.get("outputs", []), lab, fill_in, seed, nonce)
+            cell.source, self._answering = source, None
+        cell.outputs = hidden.judge(cell.get("outputs", []), fill_in, drawn, seed, nonce)
         return cell, resources
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None,
+                                 store_history=True):
+        """nbclient's, with the kernel's input channel answered while a test cell runs."""
+        if self._answering is None:
+            return await super().async_execute_cell(cell, cell_index, execution_count,
+                                                    store_history)
+        self.kc.allow_stdin = True
+        answering = asyncio.ensure_future(self._answer_questions(self._answering))
+        try:
+            return await super().async_execute_cell(cell, cell_index, execution_count,
+                                                    store_history)
+        finally:
+            answering.cancel()
+            self.kc.allow_stdin = False
+
+    async def _answer_questions(self, drawn):
+        """Answer each question the kernel asks with what the stand-in of that case computes
+        (:func:`autograder.checks.answer`); anything else gets a refusal."""
+        while True:
+            try:
+                message = await self.kc.stdin_channel.get_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if message["header"]["msg_type"] != "input_request":
+                continue
+            try:
+                question = json.loads(message["content"]["prompt"])
+                reply = answer(drawn[question["case"]], question)
+            except (ValueError, TypeError, KeyError, IndexError):
+                reply = {"refused": "not a question of a check of this cell"}
+            self.kc.input(json.dumps(reply))
 
     def _replayed(self, cell):
         """An earlier test cell catches up without its checks: they were decided already."""

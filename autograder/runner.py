@@ -2,12 +2,15 @@
 
 For each submission the grader reads the lab's SOURCE notebook (solutions/), which alone decides
 which cells are tests and what they are worth, so a submission that deletes, edits or re-marks its
-test cells changes nothing.  It starts ``autograder.worker`` in a scratch folder with a scrubbed
-environment and resource limits, sends it the student's code cells, in the place of each test cell
-the visible part of the SOURCE's test, and the check keys, and reads back plain JSON.  Each check is
-then verified here, with ``autograder.checks.verify``, in a process that never ran student code.  A
-test cell scores its points when its visible tests ran without an error and every check of its
-fill-in passes, as in nbgrader.
+test cells changes nothing.  It draws the checks' cases here (the grader half,
+``autograder.checks``), starts ``autograder.worker`` in a scratch folder with a scrubbed
+environment, resource limits and a student edition of mini, sends it the student's code cells, in
+the place of each test cell the visible part of the SOURCE's test, and each case's task (a probe
+and its inputs, plain data), and reads back plain JSON: the probes' outcomes, and the questions of
+stand-ins, answered here while the worker waits.  Each case is then verified here, with
+``autograder.checks.verify``, in a process that never ran student code.  A test cell scores its
+points when its visible tests ran without an error and every check of its fill-in passes, as in
+nbgrader.
 
 If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), the step it announced
 last is marked as failed with the reason, and a fresh worker carries on after it.
@@ -28,8 +31,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.checks import cases, checks_of, verify
-from autograder import sandbox
+from autograder.checks import answer, cases, verify
+from autograder import edition, sandbox
 from autograder.hidden import visible_part
 from autograder.sandbox import REPO, Limits
 
@@ -224,16 +227,15 @@ def _binds_any(source, names):
 def grade_submission(notebook_path, lab, student, seed, limits=None):
     """Grade one submitted notebook; never raises for anything the submission does."""
     notebook_path, limits = Path(notebook_path), limits or Limits()
-    checks = checks_of(lab)
-    keys = [f"{grade_id[len('test_'):]}/{n}" for grade_id, _ in test_cells(lab)
-            for n in range(len(checks[grade_id[len("test_"):]]))]
+    drawn = {f"{fill_in}/{n}": case for fill_in in (g[len("test_"):] for g, _ in test_cells(lab))
+             for n, case in enumerate(cases(lab, fill_in, seed))}
     notes, visible_failures = [], {}
     try:
         cells = cells_to_run(notebook_path, lab)
     except ValueError as error:
         cells = None
         notes.append(str(error))
-    outcomes = (_run_workers(cells, keys, lab, seed, limits, notes, visible_failures)
+    outcomes = (_run_workers(cells, drawn, lab, limits, notes, visible_failures)
                 if cells is not None else {})
     notes.append(sandbox.isolation_note())
 
@@ -243,23 +245,19 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
         failures = []
         if fill_in in visible_failures:
             failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
-        for n, case in enumerate(cases(lab, fill_in, seed) if not failures else ()):
-            outcome = outcomes.get(f"{fill_in}/{n}",
-                                   {"error": "NotGraded: the notebook could not be run"})
+        for key in [key for key in drawn if key.rsplit("/", 1)[0] == fill_in] if not failures else ():
+            outcome = outcomes.get(key, {"error": "NotGraded: the notebook could not be run"})
             try:
-                verify(case, outcome)
+                verify(drawn[key], outcome)
             except AssertionError as error:
                 failures.append(str(error))
-            except (TypeError, ValueError, KeyError, AttributeError) as error:  # not our JSON
-                failures.append(f"the worker sent back something that is not a result "
-                                f"({type(error).__name__}); check not passed")
         output = "All checks passed." if not failures else failures[0]
         tests.append(TestResult(grade_id, 0.0 if failures else points, points, output))
     return SubmissionResult(student, lab, seed, tests, notes)
 
 
-def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
-    """Run workers until every check has an outcome; a step that kills a worker is skipped.
+def _run_workers(cells, drawn, lab, limits, notes, visible_failures):
+    """Run workers until every case has an outcome; a step that kills a worker is skipped.
 
     The first error of each test cell's visible tests goes into ``visible_failures``
     (``{fill-in: message}``); the errors of other cells go into ``notes``.
@@ -267,9 +265,9 @@ def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
     outcomes, skip_cells = {}, set()
     tested = {index: fill_in for index, _, fill_in in cells if fill_in}
     while True:
-        remaining = [key for key in keys if key not in outcomes]
+        remaining = {key: case for key, case in drawn.items() if key not in outcomes}
         events, reason = _run_worker([c for c in cells if c[0] not in skip_cells], remaining, lab,
-                                     seed, limits)
+                                     limits)
         last = None
         for event in events:
             if event["event"] in ("cell", "check"):
@@ -302,43 +300,56 @@ def _run_workers(cells, keys, lab, seed, limits, notes, visible_failures):
             outcomes[last["key"]] = {"error": f"WorkerStopped: {reason}"}
 
 
-def _run_worker(cells, keys, lab, seed, limits):
-    """One worker process, in the sandbox with its scratch folder as its only writable one.
-    Returns (events, None) or (events so far, why it was stopped)."""
+def _run_worker(cells, drawn, lab, limits):
+    """One worker process, in the sandbox with its scratch folder as its only writable one and the
+    lab's student edition of mini as the only mini.  Returns (events, None) or (events so far,
+    why it was stopped)."""
     scratch = Path(tempfile.mkdtemp(prefix="mini-worker-"))
-    read_fd, write_fd = os.pipe()
+    events_read, events_write = os.pipe()
+    answers_read, answers_write = os.pipe()
     tasks = sandbox.user_tasks()
-    request = {"lab": lab, "seed": seed, "cells": cells, "checks": keys, "events_fd": write_fd,
+    student_mini = edition.for_grading(lab)
+    by_fill_in = {}
+    for key, case in drawn.items():
+        by_fill_in.setdefault(key.rsplit("/", 1)[0], []).append(case.task())
+    request = {"lab": lab, "edition": str(student_mini), "cells": cells, "tasks": by_fill_in,
+               "events_fd": events_write, "answers_fd": answers_read,
                "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
-               "output_limit": limits.output_chars, "confine": sandbox.confinement([scratch]),
+               "output_limit": limits.output_chars,
+               "confine": sandbox.confinement([scratch], student_mini),
                "namespaces": sandbox.isolation() == "namespaces"}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
               "from autograder.worker import main; main()"]
     try:
         with sandbox.task_cgroup(limits.processes) as cgroup:
             process = subprocess.Popen(
-                sandbox.sandboxed(python, keep=[scratch]),
+                sandbox.sandboxed(python, keep=[scratch], editions=[student_mini]),
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                cwd=scratch, env=_worker_environment(scratch), pass_fds=(write_fd,),
-                start_new_session=True, preexec_fn=lambda: _set_limits(limits, tasks, cgroup))
-            os.close(write_fd)
+                cwd=scratch, env=_worker_environment(scratch),
+                pass_fds=(events_write, answers_read), start_new_session=True,
+                preexec_fn=lambda: _set_limits(limits, tasks, cgroup))
+            os.close(events_write)
+            os.close(answers_read)
             process.stdin.write(json.dumps(request).encode())
             process.stdin.close()
-            return _read_events(read_fd, process, limits.worker_seconds,
+            return _read_events(events_read, answers_write, drawn, process, limits.worker_seconds,
                                 max(limits.cell_seconds, limits.check_seconds) + STEP_GRACE)
     finally:
-        os.close(read_fd)
+        for fd in (events_read, answers_write):
+            os.close(fd)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _read_events(read_fd, process, seconds, step_seconds):
-    """The worker's events, read until it exits; it is stopped when the whole run passes
-    ``seconds``, or when nothing arrives for ``step_seconds`` (the worker reports each cell and
-    check as it starts and ends, and its own alarm ends a slow one well before: a step that
-    blocks that alarm costs its own limit, not the whole submission's)."""
+def _read_events(read_fd, answers_fd, drawn, process, seconds, step_seconds):
+    """The worker's events, read until it exits, each stand-in question answered as it comes
+    (:func:`autograder.checks.answer`, for the case of ``drawn`` it names); the worker is stopped
+    when the whole run passes ``seconds``, or when nothing arrives for ``step_seconds`` (the
+    worker reports each cell and check as it starts and ends, and its own alarm ends a slow one
+    well before: a step that blocks that alarm costs its own limit, not the whole submission's).
+    Events stop at the first line that is not one (student code shares the worker's process)."""
     deadline = time.monotonic() + seconds
     quiet_until = time.monotonic() + step_seconds
-    buffer, reason = b"", None
+    buffer, received, events, reason = b"", 0, [], None
     os.set_blocking(read_fd, False)
     while True:
         try:
@@ -346,10 +357,14 @@ def _read_events(read_fd, process, seconds, step_seconds):
         except BlockingIOError:
             chunk = None
         if chunk:
-            buffer += chunk
+            received += len(chunk)
             quiet_until = time.monotonic() + step_seconds
-            if len(buffer) > MAX_EVENT_BYTES:
+            if received > MAX_EVENT_BYTES:
                 reason = "it sent more data back than any honest run does"
+                break
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            if not _take(lines, events, answers_fd, drawn):
+                reason = "it sent back something that is not an event"
                 break
             continue
         if chunk == b"" and process.poll() is not None:
@@ -360,17 +375,48 @@ def _read_events(read_fd, process, seconds, step_seconds):
         if time.monotonic() > quiet_until:
             reason = f"one cell or check ran past {step_seconds:g} s, ignoring its time limit"
             break
-        time.sleep(0.01)
+        time.sleep(0.002)
     if reason is None and process.wait() != 0:
         reason = _exit_reason(process.returncode)
     _kill_group(process)
-    events = []
-    for line in buffer.decode(errors="replace").splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
     return events, reason
+
+
+def _take(lines, events, answers_fd, drawn):
+    """Add the events of ``lines`` to ``events``, answering the questions among them; False at
+    a line that is not an event."""
+    for line in lines:
+        try:
+            event = json.loads(line)
+            kind = event["event"]
+        except (ValueError, TypeError, KeyError):
+            return False
+        if kind == "ask":
+            case = drawn.get(event.get("key")) if isinstance(event.get("key"), str) else None
+            reply = (answer(case, event.get("question")) if case is not None
+                     else {"refused": "not a case of this submission"})
+            if not _send(answers_fd, json.dumps(reply).encode() + b"\n"):
+                return False
+        else:
+            events.append(event)
+    return True
+
+
+def _send(fd, data, seconds=STEP_GRACE):
+    """Write ``data`` to the worker within ``seconds``; False if it does not take it (it has
+    gone, or does not read)."""
+    os.set_blocking(fd, False)
+    deadline = time.monotonic() + seconds
+    while data:
+        try:
+            data = data[os.write(fd, data):]
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+        except OSError:
+            return False
+    return True
 
 
 def _exit_reason(code):

@@ -140,16 +140,17 @@ def user_tasks():
     return count
 
 
-def confinement(writable):
+def confinement(writable, edition=None):
     """What a student-code process confines itself to with Landlock (None where isolation is
     ``none`` or Landlock missing): ``{"readable": [...], "writable": [...]}`` for
-    :func:`confine`.  Readable are the system, Python with its packages and mini (not the grader:
-    a process imports what it needs of it before it confines itself); writable are ``writable``
-    and /dev/null."""
+    :func:`confine`.  Readable are the system, Python with its packages and the student edition
+    of mini in ``edition`` (``autograder.edition.for_grading``; a kernel adds its own, named by
+    ``$MINI_EDITION``), never the full mini nor the grader (a process imports what it needs of
+    the grader before it confines itself); writable are ``writable`` and /dev/null."""
     if isolation() == "none" or not _landlock_works():
         return None
     system = [*SYSTEM, "/proc", "/sys", "/dev/urandom", "/dev/random", "/dev/zero"]
-    return {"readable": [*system, *map(str, _python_folders()), str(REPO / "mini")],
+    return {"readable": [*system, *map(str, _python_folders()), *([str(edition)] if edition else [])],
             "writable": [*map(str, writable), "/dev/null"]}
 
 
@@ -159,27 +160,31 @@ def confine(spec):
         landlock.restrict(spec["readable"], spec["writable"], spec.get("listable", ()))
 
 
-def without(spec, files):
-    """The :func:`confinement` ``spec`` with ``files`` of mini (its reference modules,
-    :func:`autograder.guard.reference_files`) no longer readable: mini's folders may still be
-    listed, and every other file in them read.  Landlock's rules only allow, so mini's folder
-    gives way to a rule per file."""
-    if not spec or not files:
-        return spec
-    hidden, mini = set(map(os.path.realpath, files)), str(REPO / "mini")
-    readable = [path for path in spec["readable"] if path != mini]
-    listable = []
-    for folder, _, names in os.walk(mini):
-        listable.append(folder)
-        readable += [path for path in (os.path.join(folder, name) for name in names)
-                     if os.path.realpath(path) not in hidden]
-    return {**spec, "readable": readable, "listable": [*spec.get("listable", ()), *listable]}
-
-
 GRADER = REPO / "autograder"
-"""The grader's source: the hidden checks, with the working copies of mini's reference they hand
-to a submission as stand-ins.  A student-code process imports what it needs of it, then covers it
+"""The grader's source: the grader half of the hidden checks, which computes the answers.  A
+student-code process imports the student half (``autograder.probes``), then covers the rest
 (:func:`cover`), or confines itself without it (:func:`confinement`)."""
+
+OTHER_DIFFERENTIATORS = ("autograd", "torch", "jax", "jaxlib", "tensorflow", "hypothesis")
+"""Packages that compute derivatives, or the tests' tools (hypothesis): test and benchmark extras
+that the course's grading environment and the kit do not install.  Where one is installed
+beside the grader all the same (a developer's environment), student code finds it empty
+(namespaces) and cannot import it (:func:`autograder.guard.hide_autograder`'s hook)."""
+
+
+def other_differentiators():
+    """The folders (or files) of :data:`OTHER_DIFFERENTIATORS` installed here, found without
+    importing them."""
+    import importlib.util
+    found = []
+    for name in OTHER_DIFFERENTIATORS:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            found += list(spec.submodule_search_locations or [spec.origin])
+    return [path for path in found if path and os.path.exists(path)]
 
 
 def cover(paths):
@@ -193,15 +198,14 @@ def cover(paths):
             mount("/dev/null", path, None, MS_BIND, None)
 
 
-def seal_off(files, spec, namespaces):
-    """Take from this process, for good, ``files`` (mini's reference modules), the grader's source
-    and its last rights, in the one order that works: with ``namespaces``, /dev/null over the
-    files and an empty folder over the grader (:func:`cover`), while mounting is still allowed;
-    Landlock's ``spec`` without the files (:func:`without`), which forbids mounting; and, with
+def seal_off(spec, namespaces):
+    """Take from this process, for good, the grader's source and its last rights, in the one
+    order that works: with ``namespaces``, an empty folder over the grader (:func:`cover`), while
+    mounting is still allowed; Landlock's ``spec``, which forbids mounting; and, with
     ``namespaces``, every capability dropped (:mod:`autograder.capabilities`)."""
     if namespaces:
-        cover([*files, GRADER])
-    confine(without(spec, files))
+        cover([GRADER])
+    confine(spec)
     if namespaces:
         capabilities.drop_all()
 
@@ -301,32 +305,34 @@ def empty_cgroup(folder):
         folder.rmdir()
 
 
-def sandboxed(command, keep=()):
+def sandboxed(command, keep=(), editions=()):
     """``command`` with no network, in a minimal root of its own (:mod:`autograder.minimal_root`):
-    of the host's files only the system, Python with its packages, mini and the grader,
+    of the host's files only the system, Python with its packages (none of
+    :data:`OTHER_DIFFERENTIATORS`), the grader and the student editions of mini ``editions``,
     read-only, and the folders ``keep``, read-write, each at its own path; the command starts in
-    the first (else in /).  An item of ``keep`` may name an environment variable
-    (``"$MINI_KERNEL_HOME"``), read as the command starts.  Unchanged where isolation is not
-    ``namespaces``."""
+    the first (else in /).  An item of ``keep`` or ``editions`` may name an environment
+    variable (``"$MINI_KERNEL_HOME"``), read as the command starts.  The full mini is not
+    there.  Unchanged where isolation is not ``namespaces``."""
     if isolation() != "namespaces":
         return command
-    return _in_minimal_root(command, keep)
+    return _in_minimal_root(command, keep, editions)
 
 
-def _in_minimal_root(command, keep):
-    layout = {"system": SYSTEM, "readonly": list(map(str, _root_folders())),
-              "writable": list(map(str, keep))}
+def _in_minimal_root(command, keep, editions=()):
+    layout = {"system": SYSTEM, "readonly": [*map(str, _root_folders()), *map(str, editions)],
+              "writable": list(map(str, keep)), "covered": other_differentiators()}
     return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", sys.executable,
             "-I", "-S", str(Path(__file__).with_name("minimal_root.py")), json.dumps(layout),
             *command]
 
 
 def _root_folders():
-    """What the minimal root shows read-only besides the system: Python with its packages (at the
-    paths Python names them by, and where those lead), mini, and the grader (every student-code
-    process imports it before the first line of student code runs)."""
+    """What the minimal root shows read-only besides the system and the student editions: Python
+    with its packages (at the paths Python names them by, and where those lead), and the grader
+    (every student-code process imports its student half before the first line of student code
+    runs)."""
     system = list(map(Path, SYSTEM))
-    folders = [*system, *_python_paths(), *_python_folders(), REPO / "mini", REPO / "autograder"]
+    folders = [*system, *_python_paths(), *_python_folders(), REPO / "autograder"]
     return [folder for folder in _outermost(folders) if folder not in system and folder.is_dir()]
 
 
@@ -380,7 +386,8 @@ def _font_lists():
 def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
     :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by
-    ``$MINI_KERNEL_HOME`` (the submission's autograded copy).  Under Landlock the kernel may also
+    ``$MINI_KERNEL_HOME`` (the submission's autograded copy), with the student edition of mini
+    in the folder named by ``$MINI_EDITION`` (``autograder.edition.for_grading`` of the lab).  Under Landlock the kernel may also
     write its own folders; it reads the grader only until it is sealed
     (:func:`autograder.kernel.seal`).
 
@@ -397,7 +404,8 @@ def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
                 "from autograder.kernel import main; main()", json.dumps(limits.rlimits()),
                 json.dumps(confinement([])), json.dumps(isolation() == "namespaces"),
                 "-f", "{connection_file}"]
-    argv = [*through, *sandboxed(launcher, keep=["$MINI_KERNEL_HOME", str(runtime_dir)])]
+    argv = [*through, *sandboxed(launcher, keep=["$MINI_KERNEL_HOME", str(runtime_dir)],
+                                 editions=["$MINI_EDITION"])]
     (folder / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
     return KERNEL_NAME

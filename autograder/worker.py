@@ -1,22 +1,25 @@
 """The worker: runs ONE submission's code in its own process and reports plain data.
 
 It is started by ``autograder.runner`` with a JSON request on stdin and never decides a grade.  It
-executes the notebook's code cells in order, each test cell as the visible part of the lab's own
-test (the grader sends it; mini's reference is back while it runs, as in the student's kernel),
-and right after a test cell whose visible tests passed, the student's half of each requested check
-of that fill-in (``Case.call``).  It writes one JSON line per event to the file descriptor named in
-the request:
+imports the student edition of mini the request names (the answers of the graded lab, and of
+every lab it does not build on, left out) and the student half of the lab's checks
+(``autograder.probes``), and nothing else of the grader.  It executes the notebook's code cells in
+order, each test cell as the visible part of the lab's own test (the grader sends it), and right
+after a test cell whose visible tests passed, the tasks of that fill-in's checks (probes and
+their inputs, plain data).  It writes one JSON line per event to the file descriptor named in the
+request:
 
     {"event": "cell", "index": 3}                    a cell is about to run
     {"event": "cell_done", "index": 3, "error": ...}  it finished (error is null or a message)
     {"event": "check", "key": "backward_pass/0"}      a check is about to run
+    {"event": "ask", "key": ..., "question": {...}}   a stand-in's question to the grader, whose
+                                                      reply is one JSON line on the answers fd
     {"event": "outcome", "key": ..., "outcome": {...}} what the student's code returned or raised
 
 Announcing each step before it runs lets the grader tell, when the process is killed, which cell or
 check was at fault, and start a fresh worker after it.  Output the student prints is kept to a
 bounded tail; nothing they print can reach the event stream.
 """
-import contextlib
 import io
 import json
 import os
@@ -61,6 +64,7 @@ def main():
     if request["namespaces"]:                 # what the student's code starts ends with it
         pid_namespace.enter()
     events = os.fdopen(request["events_fd"], "w", buffering=1)
+    answers = os.fdopen(request["answers_fd"], "r")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)                       # C-level output of student code goes nowhere
     os.dup2(devnull, 2)
@@ -72,54 +76,50 @@ def main():
     def emit(**event):
         events.write(json.dumps(event) + "\n")
 
-    # Everything the checks need is taken now, before any student code runs: what the student
-    # patches later (autograder.checks, numpy) cannot reach these names, and the student cannot
-    # import the autograder at all.
-    from autograder import guard, sandbox
-    from autograder.checks import cases, run_case
-    keys = {}
-    for key in request["checks"]:
-        keys.setdefault(key.rsplit("/", 1)[0], []).append(key)
-    drawn = {fill_in: cases(request["lab"], fill_in, request["seed"], answers=False)
-             for fill_in in keys}
-    sources = guard.reference_files(request["lab"])   # no private copy of the reference
-    reference_back = guard.switch_off(request["lab"]).back
-    guard.hide_autograder()
-    sandbox.seal_off(sources, request["confine"], request["namespaces"])
+    # What runs the checks is imported now, before any student code: mini from the student
+    # edition, the lab's probes; then the grader's source is out of reach and cannot be imported.
+    sys.path.insert(0, request["edition"])
+    from autograder import guard, probes, sandbox
+    lab = request["lab"]
+    kept = probes.lab_probes(lab)
+    guard.hide_autograder(keep=["autograder.probes", kept])
+    sandbox.seal_off(request["confine"], request["namespaces"])
+    run = probes.run
+
+    def asking(key):
+        def ask(question):
+            emit(event="ask", key=key, question=question)
+            line = answers.readline()
+            return json.loads(line) if line else {"refused": "the grader did not answer"}
+        return ask
 
     namespace = {"__name__": "__main__"}
     out_of_time = set()                       # fill-ins whose code already hit the time limit
 
     def run_checks(fill_in):
-        for key in keys.pop(fill_in, []):
+        for number, task in enumerate(request["tasks"].pop(fill_in, [])):
+            key = f"{fill_in}/{number}"
             if fill_in in out_of_time:
                 emit(event="outcome", key=key, outcome={"error": "Skipped: an earlier check of "
                                                                  "this fill-in ran out of time"})
                 continue
             emit(event="check", key=key)
-            number = int(key.rsplit("/", 1)[1])
-            case = drawn[fill_in][number]
             outcome = {}
-            error = _run_limited(lambda: outcome.update(run_case(case, namespace)),
-                                 request["check_seconds"])
+            error = _run_limited(
+                lambda: outcome.update(run(lab, task, namespace, asking(key), number)),
+                request["check_seconds"])
             if error and error.startswith("TimeLimit"):
                 out_of_time.add(fill_in)
             emit(event="outcome", key=key, outcome=outcome if not error else {"error": error})
 
     for index, source, fill_in in request["cells"]:
-        around = reference_back if fill_in else contextlib.nullcontext
         emit(event="cell", index=index)
-        error = _run_limited(lambda: _exec_within(around, source, index, namespace),
+        error = _run_limited(lambda: exec(compile(source, f"<cell {index}>", "exec"), namespace),
                              request["cell_seconds"])
         emit(event="cell_done", index=index, error=error)
         if fill_in and not error:
             run_checks(fill_in)
     emit(event="output", text=printed.getvalue())
-
-
-def _exec_within(context, source, index, namespace):
-    with context():
-        exec(compile(source, f"<cell {index}>", "exec"), namespace)
 
 
 def _run_limited(action, seconds):

@@ -1,34 +1,29 @@
-"""The hidden checks, one module per lab, shared by the nbgrader path and the pytest path.
+"""The grader half of the hidden checks, one module per lab; shared by every grading path.
 
-A check is a function ``check(rng) -> Case``.  It draws random inputs from ``rng`` and returns a
-:class:`Case` holding two closures over them:
-
-* ``call(student)`` runs the student's code on the inputs and returns plain numbers (arrays,
-  floats, strings, or lists/dicts of them).  This is the only part that touches student code.
-* ``expected()`` computes the right answer with mini's reference implementation or with central
-  differences.  It never touches student code.
-
-Because both sides draw the inputs from the same seed, the two halves can run in different
-processes: the grader sends the seed to the worker, the worker returns the JSON of ``call``'s result
-(:func:`to_plain`), and the grader compares it with ``expected()`` in its own process
-(:func:`verify`), which never imported student code.  In a notebook's hidden test cell run by a
-student both halves run in the kernel (``autograder.hidden.grade``).
+A check is a function ``check(rng) -> Case``.  It draws inputs from ``rng`` and returns a
+:class:`Case`: the *task* for the student half (a probe of ``autograder.probes.<lab>`` and its
+inputs, plain data), and, for the grader alone, how to compute the expected result with the full
+mini or with central differences, and how to read what the probe observed.  The two halves never
+share a process where grading runs: the task goes to the student's worker or kernel, its outcome
+(plain data) comes back, and :func:`verify` decides here.  A self-learner's own run of a hidden
+test cell runs both in one process (``autograder.hidden.grade``).
 
 Each lab module defines ``CHECKS = {fill_in_name: [check, ...]}``; the test cell of that fill-in
 has nbgrader id ``test_<fill_in_name>``.  The random programs that checks (and tests) run come from
 :mod:`autograder.checks.programs`.
 """
-import contextlib
 import dataclasses
 import functools
 import importlib
 import os
 import secrets
+import zlib
 from typing import Any, Callable
 
 import numpy as np
 
-LABS = ("lab1_learning", "lab2_graphs", "lab3_autodiff", "lab4_framework", "lab5_kernels")
+from autograder.labs import LABS, lab_name, short_name  # noqa: F401 (the checks' lab names)
+from autograder.probes import from_plain, to_plain
 
 
 @dataclasses.dataclass
@@ -37,71 +32,36 @@ class Case:
 
     Attributes:
         what: the call in the lab's terms, e.g. ``"backward_pass on a chain of 5 nodes"``.
-        call: ``call(student) -> plain result``; ``student`` exposes the notebook's names.
-        expected: ``expected() -> plain result`` from the reference.
+        probe: the name of the probe (``autograder.probes.<lab>``) that runs the student's code.
+        inputs: the probe's keyword arguments: plain data (numbers, arrays, strings, None, and
+            lists, tuples and dicts of them).  A student may see them.
+        expected: ``expected() -> result`` from the reference; run by the grader only.
+        interpret: ``interpret(observed) -> result``: what the probe's plain observation means
+            (a report of an order, say), made by the grader; None keeps it as it is.
+        stand_ins: ``{name: function}``: what the grader computes when the probe asks for the
+            stand-in ``name`` during this case (:class:`autograder.probes.Grader`).
         rtol, atol: tolerances for numbers.
         hint: a sentence added to the failure message (what to look at).
     """
 
     what: str
-    call: Callable[["Student"], Any]
+    probe: str
+    inputs: dict
     expected: Callable[[], Any]
+    interpret: Callable[[Any], Any] = None
+    stand_ins: dict = dataclasses.field(default_factory=dict)
     rtol: float = 1e-6
     atol: float = 1e-8
     hint: str = ""
 
-
-class Student:
-    """The names a submission defined, as attributes; missing ones raise a readable error."""
-
-    def __init__(self, namespace):
-        self._namespace = namespace
-
-    def __getattr__(self, name):
-        try:
-            return self._namespace[name]
-        except KeyError:
-            raise NameError(f"your notebook does not define '{name}': run the cell that defines "
-                            "it, and keep the function's name as given") from None
-
-    @contextlib.contextmanager
-    def using(self, **replacements):
-        """Temporarily give the notebook reference versions of other fill-ins, so that a check of
-        one function does not fail because another one is wrong."""
-        saved = {name: self._namespace.get(name, _MISSING) for name in replacements}
-        self._namespace.update(replacements)
-        try:
-            yield self
-        finally:
-            for name, value in saved.items():
-                if value is _MISSING:
-                    self._namespace.pop(name, None)
-                else:
-                    self._namespace[name] = value
-
-
-_MISSING = object()
-
-
-def lab_name(lab):
-    """A lab's full name from its full or short name (``"lab3"`` is ``"lab3_autodiff"``): the one
-    place lab names are read, for the command line, the checks and the reference stubs."""
-    for name in LABS:
-        if lab in (name, short_name(name)):
-            return name
-    raise ValueError(f"unknown lab {lab!r}; the labs are {', '.join(LABS)}")
-
-
-def short_name(lab):
-    """``"lab3_autodiff"`` -> ``"lab3"``: the name of the lab's checks module here."""
-    return lab.split("_")[0]
+    def task(self):
+        """What the student half receives: the probe's name and its inputs, as plain data."""
+        return {"probe": self.probe, "inputs": to_plain(self.inputs)}
 
 
 @functools.cache
 def lab_module(lab):
-    """The checks module of a lab (its ``CHECKS``, and the ``REFERENCE`` the guard switches off);
-    once imported, found here even where student code can no longer import the autograder
-    (:func:`autograder.guard.hide_autograder`)."""
+    """The checks module of a lab (its ``CHECKS``)."""
     return importlib.import_module(f"autograder.checks.{short_name(lab_name(lab))}")
 
 
@@ -115,71 +75,56 @@ def new_seed():
     return int(os.environ.get("AUTOGRADER_SEED") or secrets.randbits(32))
 
 
-def case_for(check, seed):
-    """Draw the case of ``check`` for ``seed``; the same on every machine and in every process."""
-    return check(np.random.default_rng(seed))
+def case_for(check, seed, fill_in="", number=0):
+    """Draw the case of ``check`` for ``seed``; the same on every machine and in every process.
+
+    Check ``number`` of ``fill_in`` draws from the seed, the fill-in's name and its number
+    together: no two fill-ins draw the same inputs, so a stand-in one check hands out (an
+    order, a table of values) is never the answer to another check of the run."""
+    entropy = [seed, zlib.crc32(fill_in.encode()), number]
+    return check(np.random.default_rng(np.random.SeedSequence(entropy)))
 
 
-def cases(lab, fill_in, seed, answers=True):
-    """Every case of ``fill_in``'s checks in a run with ``seed``, in order: check ``n`` draws with
-    ``seed + n``, the one rule that the student's own run, both grading paths and the grader's
-    verdicts share (so a case drawn in a worker or a kernel is the case the grader verifies).
-
-    Without ``answers`` each case's ``expected`` is None: where student code runs while grading,
-    nothing it can reach (its callers' frames included) computes the right answer.
-    """
-    drawn = [case_for(check, seed + n) for n, check in enumerate(checks_of(lab)[fill_in])]
-    if not answers:
-        for case in drawn:
-            case.expected = None
-    return drawn
+def cases(lab, fill_in, seed):
+    """Every case of ``fill_in``'s checks in a run with ``seed``, in order: the one rule that the
+    student's own run, both grading paths and the grader's verdicts share."""
+    return [case_for(check, seed, fill_in, n) for n, check in enumerate(checks_of(lab)[fill_in])]
 
 
-def run_case(case, namespace):
-    """Worker side: the student's result as plain data, or the exception they raised."""
+def answer(case, question):
+    """Grader side of a stand-in: what ``case``'s stand-in computes for ``question`` (from
+    :class:`autograder.probes.Grader`), as plain data, or why it is refused."""
     try:
-        return {"result": to_plain(case.call(Student(namespace)))}
-    except Exception as error:  # any error in student code is a verdict, not a crash
-        return {"error": f"{type(error).__name__}: {error}"}
+        stand_in = case.stand_ins[question["stand_in"]]
+        args = from_plain(question["args"])
+        if not isinstance(args, list):
+            raise ValueError("arguments must be a list")
+    except (KeyError, TypeError, ValueError) as error:
+        return {"refused": f"not a question of this case ({type(error).__name__})"}
+    try:
+        return {"result": to_plain(stand_in(*args))}
+    except Exception as error:      # the student's code asked with arguments that do not fit
+        return {"refused": f"{type(error).__name__}: {error}"[:500]}
 
 
 def verify(case, outcome):
-    """Grader side: raise AssertionError, in the lab's terms, unless ``outcome`` is right."""
+    """Raise AssertionError, in the lab's terms, unless ``outcome`` (what the student half sent
+    back) is right.  ``outcome`` is untrusted: anything that is not a result fails the check."""
+    hint = f"\nHint: {case.hint}" if case.hint else ""
+    if not isinstance(outcome, dict) or not ({"error"} == set(outcome) or {"result"} == set(outcome)):
+        raise AssertionError(f"{case.what}: the student side sent back something that is not a "
+                             "result; check not passed")
     if "error" in outcome:
-        raise AssertionError(f"{case.what} raised {outcome['error'][:2000]}"
-                             + (f"\nHint: {case.hint}" if case.hint else ""))
-    problem = _difference(from_plain(outcome["result"]), case.expected(), case.rtol, case.atol)
+        raise AssertionError(f"{case.what} raised {str(outcome['error'])[:2000]}{hint}")
+    try:
+        got = from_plain(outcome["result"])
+        if case.interpret is not None:
+            got = case.interpret(got)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
+        raise AssertionError(f"{case.what}: the result could not be read ({error}){hint}") from None
+    problem = _difference(got, case.expected(), case.rtol, case.atol)
     if problem:
-        raise AssertionError(f"{case.what}: {problem}" + (f"\nHint: {case.hint}" if case.hint else ""))
-
-
-def to_plain(value):
-    """Arrays and numbers to JSON-ready data: floats, lists, dicts, strings, None.
-
-    Arrays become ``{"array": [...], "shape": [...]}`` of float64, so that an object with an odd
-    ``__eq__`` or ``__float__`` cannot survive the trip: only numbers come back.
-    """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, dict):
-        return {str(key): to_plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)) and not _is_numeric_sequence(value):
-        return [to_plain(item) for item in value]
-    array = np.array(value, dtype=np.float64)
-    return {"array": [float(x) for x in array.ravel()], "shape": list(array.shape)}
-
-
-def from_plain(data):
-    """The inverse of :func:`to_plain`: arrays back as float64 numpy arrays."""
-    if isinstance(data, dict) and set(data) == {"array", "shape"}:
-        return np.array(data["array"], dtype=np.float64).reshape(data["shape"])
-    if isinstance(data, dict):
-        return {key: from_plain(item) for key, item in data.items()}
-    if isinstance(data, list):
-        return [from_plain(item) for item in data]
-    return data
+        raise AssertionError(f"{case.what}: {problem}{hint}")
 
 
 def _is_numeric_sequence(value):
@@ -210,7 +155,7 @@ def _difference(got, expected, rtol, atol, path="the result"):
                 return problem
         return None
     if isinstance(expected, (list, tuple)) and not _is_numeric_sequence(expected):
-        if not isinstance(got, list) or len(got) != len(expected):
+        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
             return f"{path} should be a sequence of {len(expected)} items, got {_describe(got)}"
         for i, (g, e) in enumerate(zip(got, expected)):
             problem = _difference(g, e, rtol, atol, f"{path}[{i}]")
@@ -222,6 +167,8 @@ def _difference(got, expected, rtol, atol, path="the result"):
             return None
         return f"{path} should be {expected!r}, got {_describe(got)}"
     expected = np.asarray(expected, dtype=np.float64)
+    if isinstance(got, (list, tuple)) and _is_numeric_sequence(got):
+        got = np.asarray(got)
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, (np.ndarray, float, int)) or (
             isinstance(got, np.ndarray) and got.dtype.kind not in "iuf"):
         return f"{path} should be a number or an array of shape {expected.shape}, got {_describe(got)}"
@@ -256,8 +203,8 @@ def _describe(value):
     if isinstance(value, np.ndarray):
         numeric = value.dtype.kind in "iuf"
         return f"an array of shape {value.shape}" + ("" if numeric else f" of {value.dtype} values")
-    if isinstance(value, list):
-        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, (list, tuple)):
+        return f"a sequence of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
         return f"a dict with keys {_keys(value)}"
     return f"{type(value).__name__} {value!r:.80}"

@@ -1,51 +1,35 @@
 """Hidden checks of lab 2 (computation graphs: wiring nodes, adjoints by hand, topological order,
-evaluation, quiz).
+evaluation, quiz): the grader half.
 
-Graphs are drawn at grading time from the seed as a plain program (names, primitives, operand
-names, constants: :mod:`autograder.checks.programs`), and each half of a check builds its own
-:class:`mini.graph.Node` objects from it, so the student's code can never change the graph the
-expected answer is computed on.  Expected values come from mini's reference
-(``mini.graph.toposort``, ``mini.graph.evaluate``, ``mini.backward_pass``), never from numbers
-written here.
+Graphs are drawn from the seed as plain programs (names, primitives, operand names, constants:
+:mod:`autograder.checks.programs`); the student half (:mod:`autograder.probes.lab2`) builds its
+own :class:`mini.graph.Node` objects from them, calls the student's function and answers with
+node names and numbers.  Here the same program is built again and the expected result computed
+with mini's reference (``mini.graph.toposort``, ``mini.graph.evaluate``,
+``mini.backward_pass``), never from numbers written here.
 
-A topological order is not unique, so a toposort check does not compare orders: the call side
-turns the student's order into a per-node report ("once, after all of its parents", "missing",
-"before its parent v07", ...) and the expected side writes the same report for mini's order.
-Checks of ``evaluate`` give it a correct ``toposort``, so that a wrong toposort does not cost the
-points of evaluate too.  The call side (which runs in the grading worker) uses only the small
-stand-ins below, not ``mini.graph``'s functions, which the runner may switch off while lab 2 is graded.
+A topological order is not unique, so a toposort check does not compare orders: the student's
+order, as names, is turned here into a per-node report ("once, after all of its parents",
+"missing", "before its parent v07", ...), and mini's order into the same report.  ``evaluate`` is
+checked with a stand-in toposort that lists an order computed here (data, in the task), so that a
+wrong toposort does not cost the points of evaluate too; the adjoints are checked on a graph
+whose values were computed here.
 """
 import collections
-import contextlib
-import signal
-import threading
 
 import numpy as np
 
 import mini
 from mini import graph as _graph
 from autograder.checks import Case
-from autograder.checks.programs import ancestors, random_program, run_steps
+from autograder.checks.programs import ancestors, random_program
+from autograder.probes.lab2 import build
 
-# Switched off in the grading worker while lab 2 is graded (autograder.guard): the lab asks for the
-# order, the evaluation and the running example's adjoints, so mini's sort, evaluation and reverse
-# pass are not available to the submission.  The references below run only on the expected side,
-# in the grader's process (or, in a student's own run, after the checks have called their code),
-# where nothing is switched off.
-REFERENCE = ("mini.toposort", "mini.evaluate", "mini.backward_pass", "mini.grad",
-             "mini.value_and_grad", "mini.make_vjp", "mini.jacobian")
-
-_reference_toposort = _graph.toposort
-_reference_evaluate = _graph.evaluate
-_reference_reachable = _graph.reachable
-_reference_backward_pass = mini.backward_pass
-
-TIME_LIMIT_S = 10
 OK = "once, after all of its parents"
 RAISED_AS_ASKED = "raised CycleError naming a node on the cycle"
 
 # ---------------------------------------------------------------------------------------------
-# Random graphs (programs of autograder.checks.programs) and their Nodes
+# Random graphs (programs of autograder.checks.programs)
 # ---------------------------------------------------------------------------------------------
 
 MOVES = {"unary": 5, "binary": 8, "square": 1, "constant": 4, "reduce": 2}
@@ -63,165 +47,96 @@ def random_graph(rng, n_inputs, n_operations, chain=False, vectors=False):
     return random_program(rng, shapes, n_operations, MOVES, chain=chain)
 
 
-def build(program, values=True):
-    """{name: Node} for a program; inputs carry their value when ``values`` is true."""
-    inputs, steps = program
-    nodes = run_steps(steps, {name: _graph.Node(np.array(value) if values else None, name=name)
-                              for name, value in inputs}, _operation_node)
-    for name, _, _, _, _ in steps:
-        nodes[name].name = name
-    return nodes
-
-
-def _operation_node(primitive_name, args, kwargs):
-    """A Node as the lab builds them: None in ``args`` where a parent's value goes."""
-    argnums = [i for i, arg in enumerate(args) if isinstance(arg, _graph.Node)]
-    return _graph.Node(None, getattr(mini, primitive_name),
-                       tuple(None if i in argnums else arg for i, arg in enumerate(args)),
-                       dict(kwargs), parents=[args[i] for i in argnums], parent_argnums=argnums)
-
-
 def _end(program):
     return program[1][-1][0]
+
+
+def _reference_order(program, end):
+    """The names of mini's topological order of the program's graph."""
+    nodes = build(program)
+    name_of = {id(node): name for name, node in nodes.items()}
+    return [name_of[id(node)] for node in _graph.toposort(nodes[end])]
 
 
 # ---------------------------------------------------------------------------------------------
 # Reports: what an order or a raised error says, in words
 # ---------------------------------------------------------------------------------------------
 
-def order_report(order, nodes, end_name):
-    """Per reachable node: appears once, after all of its parents?  Plus what else the order holds.
-
-    ``order`` is a list of Nodes (toposort) or of names (the quiz); ``nodes`` is {name: Node}.
-    """
-    if not isinstance(order, (list, tuple)):
-        raise TypeError(f"expected a list, got {type(order).__name__} {order!r:.80}")
-    name_of = {id(node): name for name, node in nodes.items()}
-    listed = []
-    for item in order:
-        if isinstance(item, str) and item in nodes:
-            listed.append(item)
-        elif id(item) in name_of:
-            listed.append(name_of[id(item)])
-        else:
-            listed.append(None)
-    wanted = _graph.reachable(nodes[end_name])
+def order_report(listed, parents, end):
+    """Per node ``end`` depends on: listed once, after all of its parents?  Plus what else the
+    order holds.  ``listed`` is a list of names (None for an item that is not a node of the
+    graph), ``parents`` is ``{name: [parent names]}``."""
+    if not isinstance(listed, list):
+        raise TypeError("the order should be a list of nodes")
+    wanted = _depends_on(parents, end)
     first, counts = {}, collections.Counter(listed)
     for position, name in enumerate(listed):
         first.setdefault(name, position)
     report = {}
-    for node in wanted:
-        name = name_of[id(node)]
-        count = counts[name]
-        late = [name_of[id(p)] for p in node.parents if first.get(name_of[id(p)], -1) > first.get(name, -1)]
-        if count == 0:
+    for name in wanted:
+        late = [p for p in parents[name] if first.get(p, -1) > first.get(name, -1)]
+        if counts[name] == 0:
             report[f"node {name}"] = "missing"
-        elif count > 1:
-            report[f"node {name}"] = f"listed {count} times"
+        elif counts[name] > 1:
+            report[f"node {name}"] = f"listed {counts[name]} times"
         elif late:
             report[f"node {name}"] = f"before its parent {late[0]}"
         else:
             report[f"node {name}"] = OK
-    wanted_names = {name_of[id(node)] for node in wanted}
-    extra = [name for name in listed if name is not None and name not in wanted_names]
-    strangers = sum(name is None for name in listed)
+    extra = [name for name in listed if name is not None and name not in wanted]
+    strangers = sum(name is None or name not in parents for name in listed)
     report["other items"] = ", ".join(
         ([f"{', '.join(extra)} (not needed by the end node)"] if extra else [])
         + ([f"{strangers} item(s) that are not nodes of this graph"] if strangers else [])) or "none"
     return report
 
 
-def cycle_report(toposort, end, on_cycle):
-    """What ``toposort(end)`` did on a graph with a cycle, in words."""
-    try:
-        with _time_limit(TIME_LIMIT_S, "toposort on a graph with a cycle"):
-            order = toposort(end)
-    except Exception as error:  # the error is what is being checked
-        message = str(error)
-        if type(error).__name__ != "CycleError":
-            return f"raised {type(error).__name__} (expected CycleError): {message[:300]}"
+def _depends_on(parents, end):
+    seen, stack = {end}, [end]
+    while stack:
+        for parent in parents[stack.pop()]:
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return sorted(seen)
+
+
+def _parents(program):
+    inputs, steps = program
+    return {**{name: [] for name, _ in inputs},
+            **{name: list(operands) for name, _, operands, _, _ in steps}}
+
+
+def cycle_report(observed, on_cycle):
+    """What ``toposort(end)`` did on a graph with a cycle, in words, from what the probe saw."""
+    if "raised" in observed:
+        kind, message = observed["raised"], observed["message"]
+        if kind != "CycleError":
+            return f"raised {kind} (expected CycleError): {message}"
         if not any(name in message for name in on_cycle):
             return (f"raised CycleError, but its message names no node on the cycle "
-                    f"({', '.join(sorted(on_cycle))}): {message[:300]!r}")
+                    f"({', '.join(sorted(on_cycle))}): {message!r}")
         return RAISED_AS_ASKED
-    return f"returned {type(order).__name__} of {len(order) if hasattr(order, '__len__') else '?'} " \
-           "items instead of raising CycleError"
-
-
-@contextlib.contextmanager
-def _time_limit(seconds, what):
-    """Raise TimeoutError in the main thread after ``seconds`` (a loop that never ends, e.g. a sort
-    that revisits nodes forever on a cycle).  Does nothing where a timer is already in use."""
-    usable = (threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-              and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None))
-    if not usable:
-        yield
-        return
-
-    def stop(signum, frame):
-        raise TimeoutError(f"{what} did not finish within {seconds} s: does the loop ever end? "
-                           "(a node must be put in the queue only when all of its inputs are "
-                           "processed, and only once)")
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-# ---------------------------------------------------------------------------------------------
-# Stand-ins for the call side: a correct toposort and evaluate in a few lines each
-# ---------------------------------------------------------------------------------------------
-
-def _standin_toposort(end):
-    """Depth-first, iterative; a different method from mini's, the same kind of answer."""
-    order, done, stack = [], set(), [(end, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
-            continue
-        if expanded:
-            done.add(id(node))
-            order.append(node)
-            continue
-        stack.append((node, True))
-        stack.extend((parent, False) for parent in reversed(node.parents))
-    return order
-
-
-def _standin_evaluate(end):
-    for node in _standin_toposort(end):
-        if node.fun is not None:
-            args = list(node.args)
-            for argnum, parent in zip(node.parent_argnums, node.parents):
-                args[argnum] = parent.value
-            node.value = node.fun(*args, **node.kwargs)
-    return end.value
+    items = observed["items"]
+    return (f"returned {observed['returned']} of {items if items is not None else '?'} items "
+            "instead of raising CycleError")
 
 
 # ---------------------------------------------------------------------------------------------
 # toposort
 # ---------------------------------------------------------------------------------------------
 
+TOPOSORT_HINT = ("every node the end node depends on must appear exactly once, after all of its "
+                 "parents (its inputs), and nothing else may appear; a node can list the same "
+                 "parent twice (x * x), and a node read by several others is still listed once")
+
+
 def _toposort_case(program, what):
-    end = _end(program)
-
-    def call(student):
-        nodes = build(program)
-        with _time_limit(TIME_LIMIT_S, "toposort"):
-            order = student.toposort(nodes[end])
-        return order_report(order, nodes, end)
-
-    def expected():
-        nodes = build(program)
-        return order_report(_reference_toposort(nodes[end]), nodes, end)
-    return Case(what=what, call=call, expected=expected,
-                hint="every node the end node depends on must appear exactly once, after all of its "
-                     "parents (its inputs), and nothing else may appear; a node can list the same "
-                     "parent twice (x * x), and a node read by several others is still listed once")
+    end, parents = _end(program), _parents(program)
+    return Case(what=what, probe="toposort_order", inputs={"program": program, "end": end},
+                interpret=lambda listed: order_report(listed, parents, end),
+                expected=lambda: order_report(_reference_order(program, end), parents, end),
+                hint=TOPOSORT_HINT)
 
 
 def _size(program):
@@ -260,16 +175,21 @@ def check_toposort_cycle(rng):
     descendants_of_a = {n for n in names if a in ancestors(program, n)}
     on_cycle = sorted(descendants_of_a & ancestors(program, b))
 
-    def cyclic():
+    def reference():
         nodes = build(program, values=False)
         nodes[a].parents = nodes[a].parents + (nodes[b],)
-        nodes[a].parent_argnums = nodes[a].parent_argnums + (len(nodes[a].args),)
-        return nodes
+        try:
+            _graph.toposort(nodes[end])
+        except _graph.CycleError as error:
+            return {"raised": "CycleError", "message": str(error)[:300]}
+        raise AssertionError("mini's toposort found no cycle")       # the check itself is wrong
 
     return Case(what=f"toposort(end) on a graph of {_size(program)} nodes in which "
                      f"{len(on_cycle)} nodes form a cycle",
-                call=lambda student: cycle_report(student.toposort, cyclic()[end], on_cycle),
-                expected=lambda: cycle_report(_reference_toposort, cyclic()[end], on_cycle),
+                probe="toposort_on_cycle",
+                inputs={"program": program, "end": end, "reader": a, "read": b},
+                interpret=lambda observed: cycle_report(observed, on_cycle),
+                expected=lambda: cycle_report(reference(), on_cycle),
                 hint="when the queue runs dry before every node is processed, the rest are on a "
                      "cycle or depend on one: raise CycleError, and find a node ON the cycle by "
                      "walking from a left-over node to a left-over parent until a node repeats")
@@ -279,36 +199,27 @@ def check_toposort_cycle(rng):
 # evaluate
 # ---------------------------------------------------------------------------------------------
 
-def _values(nodes, end):
-    return {f"node {node.name}": node.value for node in _graph.reachable(nodes[end])}
-
-
 def _evaluate_case(program, what, stale=False):
     end = _end(program)
+    order = _reference_order(program, end)
     new_inputs = {name: np.asarray(value) * 0.5 + 0.25 for name, value in program[0]}
+    run = (program[0] if not stale else list(new_inputs.items()), program[1])
 
-    def fresh():
+    def values_after_evaluate():
+        nodes = build(run)
+        returned = _graph.evaluate(nodes[end])
+        return {"returned value": returned, **{f"node {name}": nodes[name].value for name in order}}
+
+    def old_values():
+        """Every operation node's value for the old inputs: what evaluate must recompute."""
         nodes = build(program)
-        if stale:       # evaluate once with other inputs, so operation nodes hold old values
-            _standin_evaluate(nodes[end])
-            for name, value in new_inputs.items():
-                nodes[name].value = value
-        return nodes
+        _graph.evaluate(nodes[end])
+        return {name: nodes[name].value for name, _, _, _, _ in program[1]}
 
-    def call(student):
-        nodes = fresh()
-        with student.using(toposort=_standin_toposort):
-            returned = student.evaluate(nodes[end])
-        return {"returned value": returned, **_values(nodes, end)}
-
-    def expected():
-        nodes = build(program)
-        if stale:
-            for name, value in new_inputs.items():
-                nodes[name].value = value
-        returned = _reference_evaluate(nodes[end])
-        return {"returned value": returned, **_values(nodes, end)}
-    return Case(what=what, call=call, expected=expected, rtol=1e-9, atol=1e-12,
+    return Case(what=what, probe="evaluate_values",
+                inputs={"program": run, "end": end, "order": order,
+                        "stale": old_values() if stale else {}},
+                expected=values_after_evaluate, rtol=1e-9, atol=1e-12,
                 hint="in toposort's order, compute each operation node as node.fun(*args, "
                      "**node.kwargs), where args is a copy of node.args with parents[k].value put "
                      "at position parent_argnums[k]; store it in node.value; leave inputs (fun is "
@@ -344,56 +255,70 @@ def check_evaluate_recomputes(rng):
 # ---------------------------------------------------------------------------------------------
 
 EXAMPLE_INPUTS = ("x1", "x2", "w1", "w2")
-RUNNING_EXAMPLE = [  # name, primitive, args with None where a parent goes, parents
-    ("x3", "multiply", (None, None), ("w1", "x1")),
-    ("x4", "multiply", (None, None), ("w2", "x2")),
-    ("x5", "add", (None, None), ("x3", "x4")),
-    ("x6", "exp", (None,), ("x5",)),
-    ("x7", "add", (None, None), ("x1", "x6")),
+RUNNING_EXAMPLE = [  # name, primitive, parents
+    ("x3", "multiply", ("w1", "x1")),
+    ("x4", "multiply", ("w2", "x2")),
+    ("x5", "add", ("x3", "x4")),
+    ("x6", "exp", ("x5",)),
+    ("x7", "add", ("x1", "x6")),
 ]
 EXAMPLE_KEYS = EXAMPLE_INPUTS + tuple(name for name, *_ in RUNNING_EXAMPLE)
 
 
 def running_example(*values):
-    """{key: Node} of the running example at ``values`` = (x1, x2, w1, w2)."""
+    """{key: Node} of the running example at ``values`` = (x1, x2, w1, w2), not evaluated."""
     nodes = {key: _graph.Node(value, name=key) for key, value in zip(EXAMPLE_INPUTS, values)}
-    for name, fun, args, parents in RUNNING_EXAMPLE:
-        nodes[name] = _graph.Node(None, getattr(mini, fun), args, parents=[nodes[p] for p in parents],
-                                  parent_argnums=[i for i, a in enumerate(args) if a is None],
-                                  name=name)
+    for name, fun, parents in RUNNING_EXAMPLE:
+        nodes[name] = _graph.Node(None, getattr(mini, fun), (None,) * len(parents),
+                                  parents=[nodes[p] for p in parents],
+                                  parent_argnums=range(len(parents)), name=name)
     return nodes
 
 
-def _primitive_name(fun):
-    if fun is None:
-        return "none (an input node)"
-    name = getattr(fun, "__name__", type(fun).__name__)
-    if getattr(mini, name, None) is fun:
-        return f"mini.{name}"
-    return f"{name!r}, which is not one of mini's primitives"
+def described(nodes):
+    """The nodes of a running example after mini's evaluate, in the words of the checks."""
+    _graph.evaluate(nodes["x7"])
+    key_of = {id(node): key for key, node in nodes.items()}
+    return {key: {"name": str(node.name),
+                  "fun": f"mini.{node.fun.__name__}" if node.fun else "none (an input node)",
+                  "reads": ", ".join(sorted(key_of[id(p)] for p in node.parents)) or "nothing",
+                  "value": node.value}
+            for key, node in nodes.items()}
 
 
-def describe_example(nodes, evaluate):
-    if not isinstance(nodes, dict):
-        raise TypeError(f"build_running_example should return a dict {{'x1': Node, ..., "
-                        f"'x7': Node}}, got {type(nodes).__name__}")
-    missing = [key for key in EXAMPLE_KEYS if not isinstance(nodes.get(key), _graph.Node)]
-    if missing:
-        raise TypeError(f"build_running_example's dict has no Node for {', '.join(missing)} "
-                        f"(its keys: {sorted(map(str, nodes))})")
-    evaluate(nodes["x7"])
-    names = {id(node): key for key, node in nodes.items()}
-    described = {}
-    for key in EXAMPLE_KEYS:
-        node = nodes[key]
-        described[key] = {
-            "name": str(node.name),
-            "fun": _primitive_name(node.fun),
-            "reads": ", ".join(sorted(names.get(id(p), f"a node outside the dict ({p.name})")
-                                      for p in node.parents)) or "nothing",
-            "value": node.value,
-        }
-    return described
+def rebuilt_example(built):
+    """The student's graph as the probe described it, rebuilt here with mini's Nodes to be
+    evaluated by mini's evaluate (a node reading one outside the dict, or a primitive that is not
+    mini's, is described without evaluating)."""
+    if not isinstance(built, dict) or set(built) != set(EXAMPLE_KEYS):
+        raise ValueError("the description has other keys than the running example's")
+    nodes = {}
+    for key in EXAMPLE_KEYS:            # inputs first, then operations in the table's order
+        node = built[key]
+        fun = node["fun"]
+        if fun is not None and (not isinstance(fun, str) or fun.startswith("not mini's")
+                                or not isinstance(getattr(mini, fun, None), mini.primitives.Primitive)):
+            return _as_given(built, f"{fun!r}, which is not one of mini's primitives")
+        if not all(parent in nodes for parent in node["parents"]):
+            return _as_given(built, None)
+        parents = [nodes[parent] for parent in node["parents"]]
+        args = list(node["args"])
+        nodes[key] = _graph.Node(node["value"] if fun is None else None,
+                                 getattr(mini, fun) if fun else None, tuple(args), {}, parents,
+                                 node["parent_argnums"], name=node["name"])
+    try:
+        return described(nodes)
+    except Exception as error:          # the student's wiring does not compute
+        return {"evaluating the graph": f"raised {type(error).__name__}: {error}"}
+
+
+def _as_given(built, wrong_fun):
+    """A description that cannot be evaluated here: it differs from the expected one anyway."""
+    return {key: {"name": node["name"],
+                  "fun": wrong_fun if wrong_fun and node["fun"] else
+                  (f"mini.{node['fun']}" if node["fun"] else "none (an input node)"),
+                  "reads": ", ".join(sorted(map(str, node["parents"]))) or "nothing",
+                  "value": node["value"]} for key, node in built.items()}
 
 
 def _example_point(rng):
@@ -409,9 +334,8 @@ def _listed(point):
 def _running_example_case(point):
     return Case(what=f"build_running_example({_listed(point)}), then evaluated (by a correct "
                      "evaluate)",
-                call=lambda student: describe_example(student.build_running_example(*point),
-                                                      _standin_evaluate),
-                expected=lambda: describe_example(running_example(*point), _reference_evaluate),
+                probe="running_example_built", inputs={"point": point, "keys": EXAMPLE_KEYS},
+                interpret=rebuilt_example, expected=lambda: described(running_example(*point)),
                 rtol=1e-9, atol=1e-12,
                 hint="nine nodes: the inputs x1, x2, w1, w2 hold the given values (the weights "
                      "are nodes too, slide 17); x3 ... x7 are the operations of section 2's table, "
@@ -430,20 +354,19 @@ def check_running_example_again(rng):
 
 def check_running_example_adjoints(rng):
     point = _example_point(rng)
-
-    def call(student):
-        nodes = running_example(*point)
-        _standin_evaluate(nodes["x7"])
-        return student.running_example_adjoints(nodes)
+    nodes = running_example(*point)
+    _graph.evaluate(nodes["x7"])
 
     def expected():
-        nodes = running_example(*point)
-        _reference_evaluate(nodes["x7"])
-        adjoints = _reference_backward_pass(1.0, nodes["x7"])
+        adjoints = mini.backward_pass(1.0, nodes["x7"])
         return {key: adjoints[node] for key, node in nodes.items()}
+
     return Case(what=f"running_example_adjoints on the running example evaluated at x1, x2, w1, "
                      f"w2 = {_listed(point)}, compared with mini.backward_pass",
-                call=call, expected=expected, rtol=1e-9, atol=1e-12,
+                probe="running_example_adjoints",
+                inputs={"structure": RUNNING_EXAMPLE,
+                        "values": {key: float(node.value) for key, node in nodes.items()}},
+                expected=expected, rtol=1e-9, atol=1e-12,
                 hint="start from x7's adjoint, 1, and go backward: a node's adjoint is the sum, "
                      "over the nodes that read it, of the reader's adjoint times the local "
                      "derivative, which uses the values in the nodes (for a product, the other "
@@ -461,6 +384,9 @@ QUIZ_OPERATIONS = [  # name, primitive, parents
     ("e", "multiply", ("c", "d")),
     ("f", "add", ("e", "b")),
 ]
+QUIZ_END = QUIZ_OPERATIONS[-1][0]
+QUIZ_PARENTS = {**{name: [] for name in QUIZ_INPUTS},
+                **{name: list(parents) for name, _, parents in QUIZ_OPERATIONS}}
 
 
 def quiz_graph():
@@ -472,23 +398,24 @@ def quiz_graph():
     return nodes
 
 
-QUIZ_END = QUIZ_OPERATIONS[-1][0]
-
-
 def check_quiz_graph(rng):
     def expected():
         nodes = quiz_graph()
-        reachable = _reference_reachable(nodes[QUIZ_END])
-        order = [node.name for node in _reference_toposort(nodes[QUIZ_END])]
+        reachable = _graph.reachable(nodes[QUIZ_END])
+        order = [node.name for node in _graph.toposort(nodes[QUIZ_END])]
         return {"quiz_nodes": len(reachable),
                 "quiz_edges": sum(len(node.parents) for node in reachable),
-                "quiz_order": order_report(order, nodes, QUIZ_END)}
+                "quiz_order": order_report(order, QUIZ_PARENTS, QUIZ_END)}
 
-    def call(student):
-        return {"quiz_nodes": student.quiz_nodes, "quiz_edges": student.quiz_edges,
-                "quiz_order": order_report(student.quiz_order, quiz_graph(), QUIZ_END)}
-    return Case(what="the quiz answers quiz_nodes, quiz_edges and quiz_order", call=call,
-                expected=expected,
+    def interpret(answers):
+        order = answers["quiz_order"]
+        return {**answers, "quiz_order": order_report(
+            [name if name in QUIZ_PARENTS else None for name in order]
+            if isinstance(order, list) else order, QUIZ_PARENTS, QUIZ_END)}
+
+    return Case(what="the quiz answers quiz_nodes, quiz_edges and quiz_order", probe="quiz_answers",
+                inputs={"names": ["quiz_nodes", "quiz_edges", "quiz_order"]},
+                interpret=interpret, expected=expected,
                 hint="count every box of the drawing (inputs too) and every arrow; the order is a "
                      "list of node names in which each node comes after the nodes it reads")
 
@@ -496,13 +423,12 @@ def check_quiz_graph(rng):
 def check_quiz_values(rng):
     def expected():
         nodes = quiz_graph()
-        _reference_evaluate(nodes[QUIZ_END])
-        grads = _reference_backward_pass(1.0, nodes[QUIZ_END])
+        _graph.evaluate(nodes[QUIZ_END])
+        grads = mini.backward_pass(1.0, nodes[QUIZ_END])
         return {"quiz_value_e": nodes["e"].value, "quiz_grad_a": grads[nodes["a"]]}
 
-    return Case(what="the quiz answers quiz_value_e and quiz_grad_a",
-                call=lambda student: {"quiz_value_e": student.quiz_value_e,
-                                      "quiz_grad_a": student.quiz_grad_a},
+    return Case(what="the quiz answers quiz_value_e and quiz_grad_a", probe="quiz_answers",
+                inputs={"names": ["quiz_value_e", "quiz_grad_a"]},
                 expected=expected, rtol=1e-9, atol=1e-12,
                 hint="evaluate the nodes in order for e; for df/da, a reaches f along two paths "
                      "(through c and through d): multiply the local derivatives along each path "

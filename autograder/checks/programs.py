@@ -6,17 +6,17 @@ mini's primitive of that name on the operands' values, the constants inserted at
 ``("v2", "subtract", ["v1"], {0: 2.0}, {})`` is ``v2 = 2.0 - v1``.  Where the framework needs it
 a program comes with a kind per input, ``{name: "Placeholder" | "Variable" | "Constant"}``.
 
-One format for every user, and one way to run it (:func:`run_steps` with a ``call``): lab 2 makes
-its graph nodes from a program, lab 3 traces one with a Box, lab 4 builds one into a framework
-graph, and the tests run one with mini and with autograd.  The drawing (:func:`random_program`)
-computes every value as it goes, so it knows the shapes (only values that broadcast are combined,
-only shapes that fit are multiplied) and keeps the values bounded.
-
-Part of the checks, so imported in the grading worker: numpy and mini only.
+One format for every user, and one way to run it (:func:`run_steps` with a ``call``, from the
+student half, :mod:`autograder.probes.programs`, where programs are run too): lab 2 makes its
+graph nodes from a program, lab 3 traces one with a Box, lab 4 builds one into a framework graph,
+and the tests run one with mini and with autograd.  The drawing (:func:`random_program`) computes
+every value as it goes, so it knows the shapes (only values that broadcast are combined, only
+shapes that fit are multiplied) and keeps the values bounded.
 """
 import numpy as np
 
 import mini
+from autograder.probes.programs import arguments, call_mini, run_steps  # noqa: F401 (shared)
 
 BOUND = 20.0
 """No drawn step's value reaches it in magnitude: exp, products and sums cannot run away."""
@@ -26,30 +26,6 @@ DIVISOR_FLOOR = 0.5
 
 UNARY = ("tanh", "sigmoid", "negative", "relu", "exp")
 BINARY = ("add", "subtract", "multiply", "maximum")
-
-
-def call_mini(primitive_name, args, kwargs):
-    """mini's primitive of that name: on arrays it computes, on traced values it records, on
-    framework nodes it builds a node; so one program runs on all three."""
-    return getattr(mini, primitive_name)(*args, **kwargs)
-
-
-def run_steps(steps, values, call=call_mini):
-    """``{name: value}`` of ``values`` (the inputs: arrays, traced values, nodes, ...) and of every
-    step, each computed as ``call(primitive name, args, kwargs)``; a ``call`` of autograd's runs
-    the same program with ``autograd.numpy``."""
-    values = dict(values)
-    for name, primitive_name, operands, constants, kwargs in steps:
-        values[name] = call(primitive_name, _arguments(operands, constants, values), kwargs)
-    return values
-
-
-def _arguments(operands, constants, values):
-    """A step's positional arguments: the operands' values, the constants at their positions."""
-    args = [values[operand] for operand in operands]
-    for position, constant in sorted(constants.items()):
-        args.insert(position, constant)
-    return args
 
 
 def ancestors(program, name):
@@ -144,7 +120,7 @@ class _Drawing:
         leaves the bound is tanh of its latest operand instead (which keeps a chain a chain)."""
         constants, kwargs = constants or {}, kwargs or {}
         with np.errstate(all="ignore"):      # an overflow or log(0) is squashed, not reported
-            value = call_mini(primitive_name, _arguments(operands, constants, self.values), kwargs)
+            value = call_mini(primitive_name, arguments(operands, constants, self.values), kwargs)
         if bounded and not np.all(np.abs(value) < self.bound):
             latest = max(operands, key=list(self.values).index)
             primitive_name, operands, constants, kwargs = "tanh", [latest], {}, {}
