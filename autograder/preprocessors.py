@@ -220,6 +220,8 @@ class VerdictsOutsideKernel(ResilientExecute):
             answering.cancel()
             self.kc.allow_stdin = False
 
+    execute_cell = run_sync(async_execute_cell)     # nbclient binds its own, not an override
+
     async def _answer_questions(self, drawn):
         """Answer each question the kernel asks with what the stand-in of that case computes
         (:func:`autograder.checks.answer`); anything else gets a refusal."""
