@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from autograder import REPO
-from autograder.labs import LABS, needs, short_name
+from autograder.labs import LABS, needs, short_name, withheld_marks
 
 MINI = REPO / "mini"
 SKIPPED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
@@ -34,13 +34,14 @@ SKIPPED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
 def write(folder, withheld, source=MINI):
     """Write ``folder/mini``: ``source`` with the answers of the labs ``withheld`` (full or short
-    names) left out.  ``folder/mini`` must not exist yet."""
-    withheld = {short_name(lab) for lab in withheld}
+    names) left out, and the earlier answers they ask for again
+    (``autograder.labs.ALSO_WITHHOLDS``).  ``folder/mini`` must not exist yet."""
+    labs, also = withheld_marks(withheld)
     target = Path(folder) / "mini"
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(*SKIPPED))
     for path in sorted(target.rglob("*.py")):
         text = path.read_text()
-        edited = stubbed(text, withheld, str(path.relative_to(folder)))
+        edited = stubbed(text, labs, str(path.relative_to(folder)), also)
         if edited != text:
             path.write_text(edited)
     return target
@@ -75,7 +76,8 @@ def cache():
 
 def _digest(withheld):
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(",".join(withheld).encode())
+    labs, also = withheld_marks(withheld)
+    digest.update(repr((sorted(labs), sorted(also.items()))).encode())
     for path in sorted(MINI.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(MINI)).encode() + b"\0" + path.read_bytes())
@@ -86,19 +88,29 @@ def _digest(withheld):
 # The edit of one module: spans of its source replaced, everything else kept as it was
 # ---------------------------------------------------------------------------------------------
 
-def stubbed(text, withheld, filename="<mini>"):
+def stubbed(text, withheld, filename="<mini>", also=None):
     """``text``, a module of mini, with its marked answers of the labs ``withheld`` (short names)
-    left out; the module imports ``withheld`` and ``withheld_function`` where it needs them."""
+    left out, and those marked ``(lab, fill-in)`` in ``also``, which says which lab and fill-in
+    ask for them again; the module imports ``withheld`` and ``withheld_function`` where it needs
+    them."""
     tree = ast.parse(text, filename)
     source = _Source(text)
     module = filename.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    also = also or {}
+
+    def asking(mark):
+        """The lab and fill-in a stub names for this mark, or None if it is not left out."""
+        if mark is None:
+            return None
+        return mark if mark[0] in withheld else also.get(mark)
+
     edits = []
     for node, parents in _walk(tree):
-        mark = _mark(node, "answer")
-        if mark and mark[0] in withheld and isinstance(node, _DEFINITIONS):
+        mark = asking(_mark(node, "answer"))
+        if mark and isinstance(node, _DEFINITIONS):
             edits += _left_out(node, mark, source, ".".join([module, *parents, node.name]))
-        mark = _mark(node, "answers")
-        if mark and mark[0] in withheld:
+        mark = asking(_mark(node, "answers"))
+        if mark:
             edits += _block_left_out(node, mark, source)
     if not edits:
         return text

@@ -19,6 +19,27 @@ revealed to its students when it is released, and in every process that grades i
 withheld is one whose deadline has not passed."""
 
 
+ALSO_WITHHOLDS = {
+    "lab4_framework": {("lab1", "softmax_loss"): "classifier",
+                       ("lab2", "evaluate"): "session_run",
+                       ("lab3", "backward_pass"): "gradients"},
+}
+"""Answers of earlier labs that a lab asks for again, in a new setting, and so are withheld with
+it while it is not revealed: ``{lab: {(earlier lab, its fill-in): the fill-in that asks again}}``.
+Lab 4's ``gradients`` is lab 3's reverse pass run on graph nodes, its ``session_run`` lab 2's
+evaluation with feeds, its classifier's loss lab 1's cross-entropy."""
+
+
+def withheld_marks(withheld_labs):
+    """What an edition that withholds ``withheld_labs`` (full or short names) leaves out:
+    ``(labs, {(lab, fill-in): (asking lab, asking fill-in)})``, short names, for
+    ``autograder.edition.write``."""
+    labs = {short_name(lab_name(lab)) for lab in withheld_labs}
+    also = {mark: (short_name(lab), fill_in) for lab in LABS if short_name(lab) in labs
+            for mark, fill_in in ALSO_WITHHOLDS.get(lab, {}).items()}
+    return labs, also
+
+
 def lab_name(lab):
     """A lab's full name from its full or short name (``"lab3"`` is ``"lab3_autodiff"``)."""
     for name in LABS:

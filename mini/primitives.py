@@ -187,7 +187,7 @@ with answers("lab3", "forward_mode"):
 # Softmax family, numerically stable (the max is subtracted before exponentiating)
 # ---------------------------------------------------------------------------------------------
 
-@answer("lab1", "softmax_loss")
+@answer("lab1", "softmax")
 @primitive
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) without overflow: m + log(sum(exp(x - m))) with m = max(x).
@@ -200,7 +200,7 @@ def logsumexp(x, axis=None, keepdims=False):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-@answer("lab1", "softmax_loss")
+@answer("lab1", "softmax")
 @primitive
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis``."""
@@ -208,7 +208,7 @@ def softmax(x, axis=-1):
     return e / np.add.reduce(e, axis=axis, keepdims=True)
 
 
-@answer("lab1", "softmax_loss")
+@answer("lab1", "softmax")
 @primitive
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along ``axis``."""
