@@ -150,8 +150,25 @@ def confinement(writable, edition=None):
     if isolation() == "none" or not _landlock_works():
         return None
     system = [*SYSTEM, "/proc", "/sys", "/dev/urandom", "/dev/random", "/dev/zero"]
-    return {"readable": [*system, *map(str, _python_folders()), *([str(edition)] if edition else [])],
-            "writable": [*map(str, writable), "/dev/null"]}
+    excluded = [Path(path) for path in other_differentiators()]
+    readable, listable = [], []
+    for folder in _outermost(_python_folders()):
+        _allowed_except(folder, excluded, readable, listable)
+    return {"readable": [*system, *map(str, readable), *([str(edition)] if edition else [])],
+            "writable": [*map(str, writable), "/dev/null"], "listable": list(map(str, listable))}
+
+
+def _allowed_except(folder, excluded, readable, listable):
+    """Add to ``readable`` what of ``folder`` may be read: all of it if none of ``excluded`` is
+    inside, else each entry but those (Landlock's rules only allow, so a folder that holds an
+    excluded one is allowed entry by entry, and only listed itself)."""
+    inside = [path for path in excluded if path.is_relative_to(folder)]
+    if not inside:
+        readable.append(folder)
+    elif folder not in inside:
+        listable.append(folder)
+        for entry in sorted(folder.iterdir()):
+            _allowed_except(entry, inside, readable, listable)
 
 
 def confine(spec):

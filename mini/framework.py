@@ -100,6 +100,7 @@ class Tensor(Node, TracedArray):
                          self.graph.unique_name(name or type(self).__name__))
 
     @classmethod
+    @answer("lab3", "tracer")
     def apply(cls, prim, args, kwargs):
         """A primitive applied to graph nodes does not compute: it adds an Operation node."""
         parents, argnums = [], []
@@ -444,6 +445,7 @@ def value_key(value):
     return array.dtype.str, array.shape, array.tobytes()
 
 
+@answer("lab4", "session_run")
 def _flatten(fetches):
     if isinstance(fetches, dict):
         nodes = list(fetches.values())
@@ -458,6 +460,7 @@ def _flatten(fetches):
     return nodes
 
 
+@answer("lab4", "session_run")
 def _unflatten(fetches, results):
     if isinstance(fetches, dict):
         return dict(zip(fetches, results))

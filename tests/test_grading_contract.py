@@ -5,7 +5,24 @@ import numpy as np
 import pytest
 
 from autograder import collect
-from autograder.checks import Case, Student, from_plain, run_case, to_plain, verify
+from autograder.checks import Case, answer, verify
+from autograder.probes import PROBES, Student, from_plain, probe, run, to_plain
+
+
+@probe
+def doubled(student, grader, x):
+    """A probe of the tests' own: f(x), as the notebook defines f."""
+    return student.f(x)
+
+
+@probe
+def through_a_stand_in(student, grader, x):
+    """The notebook's f given a stand-in for g, which the grader computes."""
+    with student.using(g=lambda value: grader.stand_in("g", value)):
+        return student.f(x)
+
+
+LAB = doubled.__module__.rsplit(".", 1)[-1]          # the probes register under this module
 
 
 @pytest.mark.parametrize("name, student, lab", [
@@ -44,33 +61,89 @@ def test_only_numbers_survive_the_trip_from_the_worker():
             return True
     plain = to_plain({"loss": Sneaky(2.0), "grads": [np.ones((2, 3)), 1.5], "name": "x"})
     back = from_plain(plain)
-    assert type(back["loss"]) is np.ndarray and back["loss"] == 2.0
+    assert type(back["loss"]) is float and back["loss"] == 2.0
     assert back["grads"][0].shape == (2, 3) and back["name"] == "x"
+    with pytest.raises(TypeError, match="not plain data"):
+        to_plain({"f": Sneaky})
+    with pytest.raises(TypeError, match="object values"):
+        to_plain(np.array([Sneaky(1.0)], dtype=object))
 
 
-def _case(call):
-    return Case(what="f(x) with x of shape (3,)", call=call,
-                expected=lambda: np.array([1.0, 2.0, 3.0]), hint="f doubles its input")
+@pytest.mark.parametrize("value", [
+    np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(3, dtype=np.int64), np.float32(2.5),
+    (1, 2.5, None), slice(1, None, 2), Ellipsis, {0: "a", (1, 2): [3, 4.5]}, [np.float32(1.5)],
+])
+def test_plain_data_comes_back_as_it_left_with_its_dtype(value):
+    back = from_plain(to_plain(value))
+    if isinstance(value, (np.ndarray, np.generic)):
+        assert back.dtype == value.dtype and np.array_equal(back, value)
+    elif isinstance(value, list):
+        assert back[0].dtype == np.float32 and back[0] == value[0]
+    else:
+        assert back == value and type(back) is type(value)
+
+
+@pytest.mark.parametrize("data", [
+    {"$array": [1, 2], "$shape": [3], "$dtype": "float64"},
+    {"$array": [1, 2], "$shape": [2], "$dtype": "object"},
+    {"$array": ["1", "2"], "$shape": [2], "$dtype": "float64"},
+    {"$array": [300], "$shape": [1], "$dtype": "int8"},
+    {"$dict": [[[1], 2]]}, {"$tuple": 5}, {"$slice": [1]}, {"$unknown": 1}, {"a": 1},
+])
+def test_data_that_is_not_what_to_plain_writes_is_refused(data):
+    with pytest.raises(ValueError):
+        from_plain(data)
+
+
+def _case(**overrides):
+    return Case(**{"what": "f(x) with x of shape (3,)", "probe": "doubled",
+                   "inputs": {"x": np.arange(1.0, 4.0)},
+                   "expected": lambda: np.array([2.0, 4.0, 6.0]), "hint": "f doubles its input",
+                   **overrides})
+
+
+def _run(case, namespace):
+    return run(LAB, case.task(), namespace, lambda question: answer(case, question))
 
 
 def test_verify_accepts_the_right_answer_and_explains_a_wrong_one():
-    verify(_case(None), run_case(_case(lambda s: s.f(np.arange(1.0, 4.0))),
-                                 {"f": lambda x: x}))
+    verify(_case(), _run(_case(), {"f": lambda x: 2 * x}))
     with pytest.raises(AssertionError, match=r"f\(x\) with x of shape \(3,\): the result is wrong "
-                                             r"at index \(2,\): expected 3, got 4(.|\n)*Hint: f doubles"):
-        verify(_case(None), run_case(_case(lambda s: s.f(None)),
-                                     {"f": lambda x: np.array([1.0, 2.0, 4.0])}))
+                                             r"at index \(2,\): expected 6, got 7(.|\n)*Hint: f doubles"):
+        verify(_case(), _run(_case(), {"f": lambda x: np.array([2.0, 4.0, 7.0])}))
     with pytest.raises(AssertionError, match=r"has shape \(2,\), expected shape \(3,\)"):
-        verify(_case(None), {"result": to_plain(np.ones(2))})
+        verify(_case(), {"result": to_plain(np.ones(2))})
 
 
 def test_a_missing_or_crashing_function_is_a_verdict_not_a_crash():
-    outcome = run_case(_case(lambda s: s.f(1)), {})
     with pytest.raises(AssertionError, match="your notebook does not define 'f'"):
-        verify(_case(None), outcome)
-    outcome = run_case(_case(lambda s: s.f(1)), {"f": lambda x: 1 / 0})
+        verify(_case(), _run(_case(), {}))
     with pytest.raises(AssertionError, match="raised ZeroDivisionError"):
-        verify(_case(None), outcome)
+        verify(_case(), _run(_case(), {"f": lambda x: 1 / 0}))
+    with pytest.raises(AssertionError, match="raised TypeError: builtin_function_or_method .* is not plain data"):
+        verify(_case(), _run(_case(), {"f": lambda x: print}))
+
+
+@pytest.mark.parametrize("outcome", [None, [], {"result": 1, "error": "x"}, {"answer": 1},
+                                     {"result": {"$array": [1], "$shape": [2], "$dtype": "int8"}}])
+def test_an_outcome_that_is_not_a_result_fails_the_check(outcome):
+    with pytest.raises(AssertionError, match="not a result|could not be read"):
+        verify(_case(), outcome)
+
+
+def test_a_stand_in_is_computed_by_the_grader_for_its_own_case_only():
+    case = _case(probe="through_a_stand_in", stand_ins={"g": lambda value: value * 10.0},
+                 expected=lambda: np.array([11.0, 22.0, 33.0]))
+    namespace = {"f": lambda x: x + g(x), "g": None}     # noqa: F821 (g is the notebook's)
+    namespace["f"] = eval("lambda x: x + g(x)", namespace)
+    verify(case, _run(case, namespace))
+    assert namespace["g"] is None                       # the notebook's own name is back
+    assert answer(case, {"stand_in": "h", "args": []}) == {
+        "refused": "not a question of this case (KeyError)"}
+    assert answer(case, {"stand_in": "g", "args": {"$tuple": []}}) == {
+        "refused": "not a question of this case (ValueError)"}
+    assert "refused" in answer(case, {"stand_in": "g", "args": ["text"]})
+    assert "refused" in answer(_case(), {"stand_in": "g", "args": [1.0]})
 
 
 def test_student_using_swaps_names_back():

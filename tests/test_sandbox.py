@@ -27,11 +27,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, course, landlock, sandbox
+from autograder import cli, course, edition, landlock, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "lab2_graphs"
 MARK = f"mini-probe-leftover-{os.getpid()}"   # one per test process: xdist runs two at once
+LATER_EDITION = edition.for_grading("lab4_framework")     # lab 2's answers are in it
 KINDS = [kind for kind in ("namespaces", "landlock")
          if kind == "landlock" and landlock.version() >= 4
          or kind == "namespaces" and sandbox._minimal_root_works()]
@@ -60,13 +61,21 @@ def unmount(folder):        # the sandbox's root may unmount what it mounted, un
         raise OSError(ctypes.get_errno(), "umount2")
     return os.listdir(folder)
 attempt("unmount the cover over the solutions", lambda: unmount(READ["solutions"]))
-def read_source(path):       # a private copy of a reference module needs its source
+def read_source(path):       # a private copy of a module needs its source
     text = open(path).read()
     if not text:
         raise OSError("empty")
     return len(text)
-attempt("read the graded lab's reference source", lambda: read_source(REFERENCE_SOURCE))
+attempt("read the full mini's source", lambda: read_source(FULL_MINI_SOURCE))
+attempt("read a later lab's edition of mini", lambda: read_source(LATER_EDITION_SOURCE))
 attempt("read the hidden checks' source", lambda: read_source(CHECKS_SOURCE))
+def other_differentiator():  # the import hook removed first: what is left of autograd?
+    import sys
+    sys.meta_path[:] = [hook for hook in sys.meta_path if type(hook).__name__ != "_Refused"]
+    import autograd
+    return autograd.grad
+attempt("import autograd", lambda: __import__("autograd"))
+attempt("use autograd without the import hook", other_differentiator)
 for name, folder in WRITE.items():
     attempt("write " + name, lambda: open(os.path.join(folder, "planted.py"), "w").write("x=1"))
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3).close())
@@ -98,7 +107,8 @@ def probe_notebook(read, write, port, threads, file_bytes):
     settings = (f"READ = {read!r}\nWRITE = {write!r}\nPORT = {port}\nTHREADS = {threads}\n"
                 f"FILE_BYTES = {file_bytes}\nMARK = {MARK!r}\nGRADER = {os.getpid()}\n"
                 f"SOLUTION = {str(ROOT / 'solutions' / LAB / (LAB + '.ipynb'))!r}\n"
-                f"REFERENCE_SOURCE = {str(ROOT / 'mini' / 'graph.py')!r}\n"   # lab 2's toposort
+                f"FULL_MINI_SOURCE = {str(ROOT / 'mini' / 'graph.py')!r}\n"   # lab 2's toposort
+                f"LATER_EDITION_SOURCE = {str(LATER_EDITION / 'mini' / 'graph.py')!r}\n"
                 f"CHECKS_SOURCE = {str(ROOT / 'autograder' / 'checks' / 'lab2.py')!r}\n")
     nb.cells.append(nbformat.v4.new_code_cell(settings + PROBE))
     return nb
@@ -225,14 +235,15 @@ def planted():
 def assert_nothing_found(found, path, layers):
     """Every attempt refused (or, for a folder, found empty), but what is allowed by design:
     Landlock alone does not cut UDP nor hide the grader's process.  With namespaces, Landlock or
-    not, nothing of the host's files is there but the system, Python and mini (the grader's
-    source is covered once the process has imported what it needs of it)."""
+    not, nothing of the host's files is there but the system, Python and the lab's student
+    edition of mini (the grader's source is covered once the process has imported what it needs
+    of it, the full mini and other editions are not there, autograd's folder is empty)."""
     allowed = {"leftover"}
     allowed |= {"udp", "see the grader"} if layers == "landlock" else set()
     got = {name: value for name, value in found.items()
            if not value.startswith("refused") and value != "ok: 'empty'" and name not in allowed}
     assert got == {}, (got, found)
-    assert len(found) == 29, sorted(found)
+    assert len(found) == 32, sorted(found)
 
 
 def autograded_report(student, prefix):

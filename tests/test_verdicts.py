@@ -8,7 +8,8 @@ that is how they reach the grader.
 import numpy as np
 import pytest
 
-from autograder.checks import Case, _difference, from_plain, to_plain, verify
+from autograder.checks import Case, _difference, verify
+from autograder.probes import from_plain, to_plain
 
 
 def difference(got, expected, rtol=1e-6, atol=1e-8):
@@ -32,16 +33,16 @@ def test_a_shorter_or_longer_list_of_gradients_fails():
     gradients = [rng.normal(size=(2, 3)), rng.normal(size=3), rng.normal(size=(4,))]
     assert difference(gradients, gradients) is None
     assert difference(gradients[:2], gradients) == ("the result should be a sequence of 3 items, "
-                                                    "got a list of 2 items")
+                                                    "got a sequence of 2 items")
     assert difference(gradients + [np.ones(1)], gradients) == (
-        "the result should be a sequence of 3 items, got a list of 4 items")
+        "the result should be a sequence of 3 items, got a sequence of 4 items")
     assert _difference(gradients[:1], gradients[:2], 1e-6, 1e-8) == (
-        "the result should be a sequence of 2 items, got a list of 1 item")
-    # after the JSON trip a list of one array is that array, one axis longer
+        "the result should be a sequence of 2 items, got a sequence of 1 item")
+    # a list stays a list on the trip, however many arrays it holds
     assert difference(gradients[:1], gradients[:2]) == (
-        "the result should be a sequence of 2 items, got an array of shape (1, 2, 3)")
-    assert difference([], [np.ones(2), np.ones(3)]).startswith(
-        "the result should be a sequence of 2 items, got an array of shape (0,)")
+        "the result should be a sequence of 2 items, got a sequence of 1 item")
+    assert difference([], [np.ones(2), np.ones(3)]) == (
+        "the result should be a sequence of 2 items, got a sequence of 0 items")
 
 
 def test_nested_lists_are_compared_item_by_item_with_the_path_named():
@@ -52,10 +53,10 @@ def test_nested_lists_are_compared_item_by_item_with_the_path_named():
     assert difference([np.ones(2), [np.zeros(3), "not done"]], expected) == (
         "the result[1][1] should be 'done', got str 'not done'")
     assert difference([np.ones(2), [np.zeros(3), "done", "done"]], expected) == (
-        "the result[1] should be a sequence of 2 items, got a list of 3 items")
+        "the result[1] should be a sequence of 2 items, got a sequence of 3 items")
     # a list of numbers is one array: a ragged answer is not it
     assert difference([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]]) == (
-        "the result should be a number or an array of shape (2, 2), got a list of 2 items")
+        "the result should be a number or an array of shape (2, 2), got a sequence of 2 items")
     assert difference([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]]) is None
 
 
@@ -70,7 +71,7 @@ def test_a_dict_needs_exactly_the_expected_keys():
         "the result should be a dict with keys ['grad', 'loss'], got one without ['grad'] and "
         "with unexpected ['grads']")
     assert difference([1.5, np.arange(3.0)], expected) == (
-        "the result should be a dict with keys ['grad', 'loss'], got a list of 2 items")
+        "the result should be a dict with keys ['grad', 'loss'], got a sequence of 2 items")
     assert difference({"loss": 1.5, "grad": np.arange(1.0, 4.0)}, expected) == (
         "the result['grad'] is wrong at index (0,): expected 0, got 1 (3 of 3 entries differ)")
 
@@ -83,12 +84,13 @@ def test_a_dict_needs_exactly_the_expected_keys():
     (None, None, None),
     ("None", None, "the result should be None, got str 'None'"),
     (np.zeros(3), None, "the result should be None, got an array of shape (3,)"),
-    (0.0, None, "the result should be None, got an array of shape ()"),
+    (0.0, None, "the result should be None, got float 0.0"),
+    (np.float32(0.0), None, "the result should be None, got an array of shape ()"),
     (True, True, None),
     (np.True_, True, None),
     (True, np.True_, None),
     (False, True, "the result should be True, got bool False"),
-    (1.0, True, "the result should be True, got an array of shape ()"),
+    (1.0, True, "the result should be True, got float 1.0"),
     ("True", True, "the result should be True, got str 'True'"),
     (True, 1.0, "the result should be a number or an array of shape (), got bool True"),
     ("1.0", 1.0, "the result should be a number or an array of shape (), got str '1.0'"),
@@ -129,13 +131,14 @@ def test_numbers_of_any_numeric_dtype_compare_by_value():
 
 
 def test_verify_names_the_call_and_gives_the_hint_for_every_kind_of_mismatch():
-    case = Case(what="backward_pass on a chain of 3 nodes", call=None,
+    case = Case(what="backward_pass on a chain of 3 nodes", probe="backward", inputs={},
                 expected=lambda: [np.ones(3), np.ones(2), np.ones(4)],
                 hint="return one gradient per input")
     verify(case, {"result": to_plain([np.ones(3), np.ones(2), np.ones(4)])})
     for wrong, problem in (
             ([np.ones((1, 3)), np.ones(2), np.ones(4)], r"the result\[0\] has shape \(1, 3\)"),
-            ([np.ones(3), np.ones(2)], "the result should be a sequence of 3 items, got a list of 2")):
+            ([np.ones(3), np.ones(2)], "the result should be a sequence of 3 items, got a "
+                                       "sequence of 2")):
         with pytest.raises(AssertionError, match=f"^backward_pass on a chain of 3 nodes: {problem}"
                                                  r"(.|\n)*\nHint: return one gradient per input$"):
             verify(case, {"result": to_plain(wrong)})

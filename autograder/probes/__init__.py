@@ -33,7 +33,7 @@ MIME = "application/vnd.mini.hidden-checks"
 
 def probe(function):
     """Register ``function(student, grader, **inputs)`` as a probe of its module's lab."""
-    PROBES[(function.__module__.rsplit(".", 1)[-1], function.__name__)] = function
+    PROBES[(function.__module__.rsplit(".", 1)[-1].split("_")[0], function.__name__)] = function
     return function
 
 
@@ -147,7 +147,9 @@ def to_plain(value):
     one-key dicts.  An object with an odd ``__eq__`` or ``__float__`` cannot survive the trip."""
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
         return float(value)
