@@ -58,7 +58,7 @@ def _parser():
     sub.add_argument("--reveal", default="", metavar="LABS",
                      help="labs whose deadline has passed, e.g. lab1,lab2: the kit's mini holds "
                           "their answers (every other lab's are left out); a lab in the kit "
-                          "needs the labs it builds on revealed")
+                          "needs the labs it builds on revealed ('needs': exactly those)")
 
     sub = command("collect", _collect, "copy submissions from a folder or zip into the course")
     sub.add_argument("source", help="a folder or .zip of <student>/<lab>.ipynb or LMS downloads")
@@ -134,7 +134,8 @@ def _release(args):
     course.release(args.lab)
     released = Path(os.environ.get("MINI_RELEASE_DIR") or course.REPO / "labs")
     print(f"released {', '.join(course.expand(args.lab))} to {released}")
-    revealed = course.expand(args.reveal) if args.reveal else []
+    revealed = (kit.needed(released) if args.reveal == "needs"
+                else course.expand(args.reveal) if args.reveal else [])
     folder, archive = kit.write(released, args.kit, revealed=revealed)
     print(f"student kit in {folder} (and {archive.name} beside it), revealing "
           f"{', '.join(revealed) or 'no lab'}")

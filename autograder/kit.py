@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import REPO, edition
-from autograder.labs import LABS, missing_needs, short_name
+from autograder.labs import LABS, missing_needs, needs, short_name
 
 DISTRIBUTION = "mini-labs"
 # What a student's notebooks need: mini's own imports, NVIDIA's compilers for lab 5's PTX (no GPU
@@ -72,6 +72,13 @@ def write(released, folder=None, repo=REPO, revealed=()):
     (folder / "README.md").write_text(_readme(folder / "labs", labs, revealed))
     archive = shutil.make_archive(str(folder), "zip", root_dir=folder.parent, base_dir=folder.name)
     return folder, Path(archive)
+
+
+def needed(released):
+    """The labs that the labs in ``released`` build on (``autograder.labs.NEEDS``): the least a
+    kit of them must reveal."""
+    labs = [lab for lab in LABS if (Path(released) / lab / f"{lab}.ipynb").is_file()]
+    return [lab for lab in LABS if any(lab in needs(other) for other in labs)]
 
 
 def student_requirements(project):

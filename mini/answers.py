@@ -16,6 +16,7 @@ says which lab asks for it (:func:`withheld`), so that no answer is in reach bef
         defvjp(exp, lambda g, ans, x: g * ans)
 """
 import contextlib
+import sys
 
 ANSWERS = {}
 """``(lab, fill-in) -> [what answers it]``: functions, classes, primitives, and the VJPs and JVPs
@@ -45,17 +46,33 @@ def answer(lab, fill_in):
 
 @contextlib.contextmanager
 def answers(lab, fill_in):
-    """The VJPs and JVPs registered inside the block answer ``fill_in`` of ``lab``."""
+    """The VJPs and JVPs registered inside the block answer ``fill_in`` of ``lab``: the functions
+    among them (or wrapped by them, as a broadcasting VJP wraps its lambda) written in the block
+    itself, not the table's shared helpers (zeros for an argument read only for its shape)."""
     from mini import table
+    block = sys._getframe(2)            # the module running the ``with`` (past contextmanager's)
+    where, first = block.f_code.co_filename, block.f_lineno
     before = {id(rule) for rule in _rules(table)}
     yield
     ANSWERS.setdefault((lab, fill_in), []).extend(
-        rule for rule in _rules(table) if id(rule) not in before)
+        function for rule in _rules(table) if id(rule) not in before
+        for function in _written_in(rule, where, first))
 
 
 def _rules(table):
     for entries in (*table.vjp_table.values(), *table.jvp_table.values()):
         yield from entries.values() if isinstance(entries, dict) else [entries.rule]
+
+
+def _written_in(function, where, first):
+    """``function``, or the functions its closure holds, written in file ``where`` from line
+    ``first`` on."""
+    code = getattr(function, "__code__", None)
+    if code is not None and code.co_filename == where and code.co_firstlineno >= first:
+        return [function]
+    cells = getattr(function, "__closure__", None) or ()
+    return [inner for cell in cells if callable(cell.cell_contents)
+            for inner in _written_in(cell.cell_contents, where, first)]
 
 
 def withheld(lab, fill_in, name):

@@ -46,7 +46,7 @@ def _with_sneaky_demo(release):
 def test_both_paths_skip_a_demo_cell_that_would_cost_points(tmp_path, monkeypatch):
     monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
     monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
-    assert cli.main(["release", LAB]) == 0
+    assert cli.main(["release", LAB, "--reveal", "needs"]) == 0
     path = tmp_path / "inbox" / "ada" / f"{LAB}.ipynb"
     path.parent.mkdir(parents=True)
     nbformat.write(_with_sneaky_demo(tmp_path / "release"), path)

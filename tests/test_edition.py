@@ -5,13 +5,11 @@ and on mini itself: for every lab, the edition its graders and its students get 
 answer of a lab it withholds (by AST: each marked body is one call that raises), no line of such
 an answer from solutions/, imports, and says which lab asks for what is missing.
 """
-import ast
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import nbformat
 import pytest
 
 import mini
@@ -20,6 +18,7 @@ import mini.kernels.sparse  # noqa: F401
 import mini.nn  # noqa: F401
 from autograder import edition
 from autograder.labs import ALSO_WITHHOLDS, LABS, needs, short_name, withheld_marks
+from answer_search import code_passages, solution_passages, working_answers
 from mini.answers import ANSWERS, AnswerWithheld
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,94 +132,16 @@ def test_a_module_that_marks_answers_without_importing_the_marks_is_refused():
 
 # -- mini's own editions --------------------------------------------------------------------------
 
-def _marked_bodies(folder, withheld, also):
-    """[(module, name)] of each definition marked with a withheld lab in the edition at
-    ``folder`` whose body is more than a docstring and one call of ``withheld``, and each lambda
-    left in a withheld ``answers`` block."""
-    working = []
-    for path in sorted((folder / "mini").rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            mark = _mark(node)
-            if mark and not isinstance(node, ast.With) and (mark[0] in withheld or mark in also):
-                bodies = [node] if not isinstance(node, ast.ClassDef) else [
-                    item for item in node.body if isinstance(item, ast.FunctionDef)]
-                for function in bodies:
-                    statements = [s for s in function.body if not (
-                        isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-                    if len(statements) != 1 or "withheld(" not in ast.unparse(statements[0]):
-                        working.append((path.name, function.name))
-            if isinstance(node, ast.With) and _mark(node):
-                mark = _mark(node)
-                if mark[0] in withheld or mark in also:
-                    working += [(path.name, "a lambda") for inner in ast.walk(node)
-                                if isinstance(inner, ast.Lambda)]
-    return working
-
-
-def _mark(node):
-    calls = ([item.context_expr for item in node.items] if isinstance(node, ast.With)
-             else getattr(node, "decorator_list", []))
-    for call in calls:
-        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in ("answer", "answers"):
-            return tuple(arg.value for arg in call.args)
-    return None
-
-
-def _code(line):
-    return " ".join(line.split("#")[0].split())
-
-
-def _pairs(lines):
-    """Every two consecutive lines of code: one line alone (a signature, a loop header) is
-    common to any code; two in a row are a passage of someone's answer."""
-    lines = [line for line in map(_code, lines) if line]
-    return {"\n".join(lines[i:i + 2]) for i in range(len(lines) - 1)}
-
-
-def _solution_passages(lab):
-    """The passages of ``lab``'s answers in solutions/."""
-    passages = set()
-    notebook = ROOT / "solutions" / lab / f"{lab}.ipynb"
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        inside, block = False, []
-        for line in cell.source.splitlines():
-            if "### BEGIN SOLUTION" in line:
-                inside, block = True, []
-            elif "### END SOLUTION" in line:
-                inside = False
-                passages |= _pairs(block)
-            elif inside and not line.strip().startswith("#"):
-                block.append(line)
-    return passages
-
-
-def _code_passages(folder):
-    """The passages of an edition's modules, their docstrings left out."""
-    passages = set()
-    for path in (folder / "mini").rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                    and isinstance(body[0].value, ast.Constant):
-                body[0].value.value = ""
-        passages |= _pairs(ast.unparse(tree).splitlines())
-        passages |= _pairs(line for line in path.read_text().splitlines()
-                           if not line.strip().startswith(('"', "'")))
-    return passages
-
-
 @pytest.mark.parametrize("lab", LABS)
 def test_the_edition_a_lab_is_graded_with_holds_no_working_answer_it_withholds(lab):
     folder = edition.for_grading(lab)
     withheld_labs = [name for name in LABS if name not in needs(lab)]
     withheld, also = withheld_marks(withheld_labs)
     assert short_name(lab) in withheld and not any(short_name(n) in withheld for n in needs(lab))
-    assert _marked_bodies(folder, withheld, also) == []
-    code = _code_passages(folder)
+    assert working_answers(folder, withheld, also) == []
+    code = code_passages(folder)
     for name in withheld_labs:
-        assert sorted(_solution_passages(name) & code) == [], f"{name}'s answers in {lab}'s edition"
+        assert sorted(solution_passages(name) & code) == [], f"{name}'s answers in {lab}'s edition"
 
 
 def test_every_lab_has_answers_marked_in_mini_and_every_mark_names_a_lab():

@@ -20,7 +20,7 @@ def batch(tmp_path_factory):
         env.setenv("MINI_COURSE_DIR", str(root / "course"))
         env.setenv("MINI_RELEASE_DIR", str(root / "release"))
         env.setenv("MINI_CELL_TIMEOUT", "5")
-        assert cli.main(["release", "lab3"]) == 0
+        assert cli.main(["release", "lab3", "--reveal", "needs"]) == 0
         expected = cases.write_batch(root / "inbox")
         assert cli.main(["collect", str(root / "inbox")]) == 0
         # collect takes notebooks only; nbgrader's own tools would bring the whole folder

@@ -1,13 +1,15 @@
 """The student kit that ``python -m autograder release`` writes: everything a student needs, and
 nothing that gives grading away.
 
-Two promises (design.md, "Distribution"). The kit holds no answer, no hidden test and none of the
-grader: every file of it is searched for the text of solutions/' answers, of the hidden test cells
-and of autograder/checks. And it works on its own: installed in a fresh virtual environment, with
-each lab's answers typed into the kit's notebooks the way a student would, every visible test
-passes against the kit's mini, while ``import autograder`` fails there.
+Two promises (design.md, "Distribution").  The kit holds no answer of a lab it does not reveal,
+no hidden test and none of the grader: for the kit of each lab (its needs revealed, as its
+students get it), its mini is searched by AST for a working answer of a withheld lab, and every
+file of it for the text of those labs' answers in solutions/, of the hidden test cells and of
+autograder/checks.  And it works on its own: with each lab's answers typed into its kit's
+notebook the way a student would, every visible test passes against that kit's mini, in a fresh
+virtual environment, while ``import autograder`` fails there.
 
-The second test is the slow one of this file (about a minute: five notebooks, two at a time).
+The last test is the slow one of this file (five notebooks, two at a time).
 """
 import functools
 import importlib.metadata
@@ -28,8 +30,9 @@ import nbformat
 import pytest
 import yaml
 
-from autograder import kit
-from autograder.checks import LABS
+from answer_search import code_passages, solution_passages, working_answers
+from autograder import edition, kit
+from autograder.labs import LABS, needs, withheld_marks
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = 3            # consecutive code lines that make a passage recognisable
@@ -85,32 +88,29 @@ def _text(path):
                              "notebooks, the data set and the environment files") from None
 
 
-def _public_lines():
-    """What students receive by design: mini's sources and the committed released notebooks.
-
-    mini holds the reference implementations (the grader switches them off while grading), so a
-    passage of an answer that is also in mini is no secret of solutions/.
-    """
-    files = [*(ROOT / "mini").rglob("*.py"), *(ROOT / "labs").glob("*/*.ipynb")]
+def _public_lines(folder):
+    """What students receive by design: the kit's released notebooks."""
+    files = Path(folder).glob("labs/*/*.ipynb")
     return "\n".join("\n".join(_lines(_text(path))) for path in files)
 
 
 @functools.cache
-def secrets():
-    """{passage or name: where it comes from} for all that a kit must not contain."""
-    public = _public_lines()
+def _secrets(withheld, public):
+    """{passage or name: where it comes from} for all that a kit withholding the labs
+    ``withheld`` must not contain (``public``: what its released notebooks show)."""
     public_words = set(re.findall(r"\w+", public))
     found = {"### BEGIN SOLUTION": "nbgrader's solution marker",
              "### BEGIN HIDDEN TESTS": "nbgrader's hidden-test marker"}
     for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
         where = notebook.relative_to(ROOT)
         for cell in nbformat.read(notebook, as_version=4).cells:
-            for block in _between(cell.source, "### BEGIN SOLUTION", "### END SOLUTION"):
-                found.update({p: f"an answer in {where}" for p in _passages(_lines(block))
-                              if p not in public})
+            if notebook.parent.name in withheld:
+                for block in _between(cell.source, "### BEGIN SOLUTION", "### END SOLUTION"):
+                    found.update({p: f"an answer in {where}" for p in _passages(_lines(block))
+                                  if p not in public})
             for block in _between(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"):
                 found.update({line: f"a hidden test in {where}" for line in _lines(block)})
-    for module in sorted((ROOT / "autograder" / "checks").glob("*.py")):
+    for module in sorted((ROOT / "autograder" / "checks").rglob("*.py")):
         where = module.relative_to(ROOT)
         source = module.read_text()
         found.update({p: f"the code of {where}" for p in _passages(_lines(source))
@@ -122,13 +122,14 @@ def secrets():
     return found
 
 
-def leaks(folder):
-    """[(file, what it holds)] for every kit file holding a secret, or named like the grader.
+def leaks(folder, withheld):
+    """[(file, what it holds)] for every kit file holding a secret of a kit withholding the labs
+    ``withheld``, or named like the grader.
 
     A file is compared run by run of its lines (1 to WINDOW of them, spacing normalised), so
     an answer is found whatever its indentation, in a notebook, a module or a README.
     """
-    known = secrets()
+    known = _secrets(tuple(sorted(withheld)), _public_lines(folder))
     names = re.compile("|".join(rf"\b{s}\b" for s in known if re.fullmatch(r"\w+", s)))
     problems = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -144,18 +145,21 @@ def leaks(folder):
     return problems
 
 
-# -- the kit of one release ---------------------------------------------------------------------
+# -- the kit of each lab ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    """``release all --to ... --kit ...`` into a temporary folder: labs/ and kit/ stay untouched."""
-    root = tmp_path_factory.mktemp("release")
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder", "--course", str(root / "course"), "release", "all",
-         "--to", str(root / "release"), "--kit", str(root / "kit")],
-        cwd=root, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return root
+def kits(tmp_path_factory):
+    """For each lab, ``release <lab> --reveal needs`` into a temporary folder (labs/ and kit/ stay
+    untouched): ``{lab: the folder holding release/ and kit/}``."""
+    root, folders = tmp_path_factory.mktemp("release"), {}
+    for lab in LABS:
+        folders[lab] = folder = root / lab
+        done = subprocess.run(
+            [sys.executable, "-m", "autograder", "--course", str(folder / "course"), "release",
+             lab, "--to", str(folder / "release"), "--kit", str(folder / "kit"), "--reveal",
+             "needs"], cwd=root, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return folders
 
 
 def _files(folder):
@@ -163,30 +167,40 @@ def _files(folder):
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_kit_holds_no_answer_hidden_test_or_grader(released):
-    folder = released / "kit"
-    assert leaks(folder) == []
-    for lab in LABS:          # the notebooks nbgrader released, as released
-        notebook = folder / "labs" / lab / f"{lab}.ipynb"
-        assert notebook.read_bytes() == (released / "release" / lab / f"{lab}.ipynb").read_bytes()
-    shipped = _files(folder / "mini")
-    wanted = {name: data for name, data in _files(ROOT / "mini").items()
-              if "__pycache__" not in name and not name.endswith(".pyc")}
-    assert shipped == wanted, f"kit/mini differs from mini/: {sorted(set(shipped) ^ set(wanted))}"
-    with zipfile.ZipFile(released / "kit.zip") as archive:
+def _withheld(lab):
+    return [name for name in LABS if name not in needs(lab)]
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_a_labs_kit_holds_no_answer_it_withholds_no_hidden_test_and_no_grader(kits, lab, tmp_path):
+    folder = kits[lab] / "kit"
+    withheld = _withheld(lab)
+    assert working_answers(folder, *withheld_marks(withheld)) == []
+    code = code_passages(folder)
+    for name in withheld:
+        assert sorted(solution_passages(name) & code) == [], f"{name}'s answers in {lab}'s kit"
+    assert leaks(folder, withheld) == []
+    notebook = folder / "labs" / lab / f"{lab}.ipynb"        # the notebook nbgrader released
+    assert notebook.read_bytes() == (kits[lab] / "release" / lab / f"{lab}.ipynb").read_bytes()
+    edition.write(tmp_path, withheld)
+    assert _files(folder / "mini") == _files(tmp_path / "mini"), "kit/mini is not the edition"
+    with zipfile.ZipFile(kits[lab] / "kit.zip") as archive:
         zipped = {name.removeprefix("kit/"): archive.read(name)
                   for name in archive.namelist() if not name.endswith("/")}
     assert zipped == _files(folder), "kit.zip does not hold exactly the kit folder"
+    readme = (folder / "README.md").read_text()
+    assert f"({', '.join(withheld)})" in readme and ", ".join(needs(lab) or ["no lab"]) in readme
 
 
-def test_the_search_finds_an_answer_a_hidden_test_or_the_checks_planted_in_a_kit(released,
-                                                                                    tmp_path):
+def test_the_search_finds_an_answer_a_hidden_test_or_the_checks_planted_in_a_kit(kits, tmp_path):
     folder = tmp_path / "kit"
-    shutil.copytree(released / "kit", folder)
+    shutil.copytree(kits["lab3_autodiff"] / "kit", folder)
     shutil.copy(ROOT / "solutions" / "lab3_autodiff" / "lab3_autodiff.ipynb",
                 folder / "labs" / "lab3_autodiff")
     shutil.copy(ROOT / "autograder" / "checks" / "lab2.py", folder / "mini" / "dags.py")
-    found = leaks(folder)
+    (folder / "mini" / "copied.py").write_text(
+        (ROOT / "mini" / "autodiff.py").read_text())              # the full mini's reverse pass
+    found = leaks(folder, _withheld("lab3_autodiff"))
     kinds = {(name, what.partition(":")[0]) for name, what in found}
     assert ("labs/lab3_autodiff/lab3_autodiff.ipynb",
             "an answer in solutions/lab3_autodiff/lab3_autodiff.ipynb") in kinds, found[:5]
@@ -194,14 +208,25 @@ def test_the_search_finds_an_answer_a_hidden_test_or_the_checks_planted_in_a_kit
             "a hidden test in solutions/lab3_autodiff/lab3_autodiff.ipynb") in kinds, found[:5]
     assert ("mini/dags.py", "the code of autograder/checks/lab2.py") in kinds, found[:5]
     assert ("mini/dags.py", "a name defined in autograder/checks/lab2.py") in kinds, found[:5]
+    assert ("copied.py", "backward_pass") in working_answers(folder, {"lab3"}, {})
 
 
-def test_kit_environment_files_name_the_students_packages_and_nothing_else(released):
-    folder = released / "kit"
+def test_a_kit_whose_lab_needs_a_lab_it_does_not_reveal_is_refused(kits, tmp_path):
+    released = kits["lab4_framework"] / "release"
+    with pytest.raises(ValueError, match=r"lab4_framework, which builds on lab2_graphs, "
+                                         r"lab3_autodiff(.|\n)*--reveal lab1,lab2,lab3"):
+        kit.write(released, tmp_path / "kit", revealed=["lab1_learning"])
+    assert not (tmp_path / "kit").exists()
+    assert kit.needed(released) == ["lab1_learning", "lab2_graphs", "lab3_autodiff"]
+
+
+def test_kit_environment_files_name_the_students_packages_and_nothing_else(kits):
+    folder = kits["lab5_kernels"] / "kit"
     project = tomllib.loads((folder / "pyproject.toml").read_text())
     requirements = project["project"]["dependencies"]
     assert [kit._name(r) for r in requirements] == [
-        "numpy", "numba", "numba-cuda", "matplotlib", "tqdm", "jupyterlab", "nbgrader"]
+        "numpy", "numba", "numba-cuda", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvcc-cu12",
+        "matplotlib", "tqdm", "jupyterlab", "nbgrader"]
     repo = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert set(requirements) <= set(repo), "the kit's versions differ from the repository's"
     assert "jupyterlab>=4,<5" in requirements and "nbgrader>=0.9,<0.10" in requirements
@@ -217,13 +242,13 @@ def test_kit_environment_files_name_the_students_packages_and_nothing_else(relea
     readme, makefile = (folder / "README.md").read_text(), (folder / "Makefile").read_text()
     assert "make setup" in readme and "make lab" in readme
     assert re.search(r"^setup:", makefile, re.M) and re.search(r"^lab:", makefile, re.M)
-    assert all(f"labs/{lab}/{lab}.ipynb" in readme for lab in LABS)
+    assert "labs/lab5_kernels/lab5_kernels.ipynb" in readme
 
 
-def test_a_folder_that_is_not_a_kit_is_never_replaced(released, tmp_path):
+def test_a_folder_that_is_not_a_kit_is_never_replaced(kits, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="is not a student kit"):
-        kit.write(released / "release", tmp_path)
+        kit.write(kits["lab1_learning"] / "release", tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
     with pytest.raises(FileNotFoundError, match="holds no released lab"):
         kit.write(tmp_path, tmp_path / "kit")
@@ -272,17 +297,20 @@ def _answered(kit_notebook, lab):
     return nb
 
 
-def test_kit_installed_in_a_fresh_venv_passes_every_visible_test_once_answered(released,
-                                                                                tmp_path):
-    folder = tmp_path / "kit"
-    shutil.copytree(released / "kit", folder)
+INSTALLED = "lab5_kernels"     # its kit is installed as a wheel; the others' mini is put on the path
+
+
+def test_each_kit_in_a_fresh_venv_passes_every_visible_test_once_answered(kits, tmp_path):
     python, site = _fresh_venv(tmp_path / "venv")
     setuptools = tuple(int(n) for n in importlib.metadata.version("setuptools").split(".")[:2])
     assert setuptools >= (70, 1) or importlib.util.find_spec("wheel"), \
         "building the kit's wheel offline needs setuptools 70.1+ or the wheel package (dev extra)"
+    folders = {lab: tmp_path / f"kit-{lab}" for lab in LABS}
+    for lab, folder in folders.items():
+        shutil.copytree(kits[lab] / "kit", folder)
     offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
-    subprocess.run([python, "-m", "pip", "wheel", *offline, "-w", tmp_path / "wheel", folder],
-                   check=True, timeout=300)
+    subprocess.run([python, "-m", "pip", "wheel", *offline, "-w", tmp_path / "wheel",
+                    folders[INSTALLED]], check=True, timeout=300)
     [wheel] = (tmp_path / "wheel").glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         packaged = {name.split("/")[0] for name in archive.namelist()}
@@ -291,22 +319,23 @@ def test_kit_installed_in_a_fresh_venv_passes_every_visible_test_once_answered(r
     subprocess.run([python, "-m", "pip", "install", *offline, wheel], check=True, timeout=300)
     installed = {name: data for name, data in _files(site / "mini").items()
                  if "__pycache__" not in name}
-    assert installed == _files(folder / "mini"), "the installed mini is not the kit's"
+    assert installed == _files(folders[INSTALLED] / "mini"), "the installed mini is not the kit's"
 
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env.update(PATH=f"{python.parent}{os.pathsep}{env['PATH']}", MPLBACKEND="Agg",
                JUPYTER_DATA_DIR=str(tmp_path / "jupyter"), JUPYTER_PATH="")
     running = {}
     for lab in sorted(LABS, key=lambda lab: lab != "lab5_kernels"):   # the slowest first
-        notebook = folder / "labs" / lab / f"{lab}.ipynb"
+        notebook = folders[lab] / "labs" / lab / f"{lab}.ipynb"
         nbformat.write(_answered(notebook, lab), notebook)
         while len(running) == 2:
             _finish_one(running)
         log = open(tmp_path / f"{lab}.log", "w")
+        path = {} if lab == INSTALLED else {"PYTHONPATH": str(folders[lab])}
         running[lab] = (log, subprocess.Popen(
             [python, "-m", "nbconvert", "--to", "notebook", "--execute", "--output-dir",
              str(tmp_path / "executed"), "--ExecutePreprocessor.timeout=300", notebook.name],
-            cwd=notebook.parent, env=env, stdout=log, stderr=subprocess.STDOUT))
+            cwd=notebook.parent, env={**env, **path}, stdout=log, stderr=subprocess.STDOUT))
     while running:
         _finish_one(running)
 
@@ -317,7 +346,8 @@ def test_kit_installed_in_a_fresh_venv_passes_every_visible_test_once_answered(r
         assert tests and all(c.execution_count for c in tests), f"{lab}: a test cell did not run"
         probe = json.loads(nb.cells[-1].outputs[0]["text"])
         assert Path(probe["python"]).parent == python.parent, probe
-        assert Path(probe["mini"]).is_relative_to(site), f"{lab} imported mini from {probe['mini']}"
+        where = site if lab == INSTALLED else folders[lab]
+        assert Path(probe["mini"]).is_relative_to(where), f"{lab} imported mini from {probe['mini']}"
         assert not probe["autograder"], f"{lab}: the grader is importable in the kit"
 
 

@@ -27,7 +27,7 @@ def course_root(request, tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MINI_COURSE_DIR", str(root / "course"))
         env.setenv("MINI_RELEASE_DIR", str(root / "release"))
-        assert cli.main(["release", lab]) == 0
+        assert cli.main(["release", lab, "--reveal", "needs"]) == 0
         for kind in KINDS:
             samples.write(kind, lab, root / "release", root / "inbox" / STUDENTS[kind]
                           / f"{lab}.ipynb")

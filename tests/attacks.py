@@ -1,0 +1,143 @@
+"""A student who wants points without the work: one cell, added to an untouched released notebook,
+that searches its own process for anything that computes an answer and tries to forge the
+checks' reports.  Shared by the tests of every grading path (tests/test_attacks.py,
+tests/test_hostile*.py).
+
+The cell runs before any fill-in.  It records what it finds, then leaves hooks that look again
+while the hidden checks run: a profile hook that walks the frames of every call (the probes and
+the worker's own loop included), an IPython input transformer that rewrites the report call of
+each graded test cell (nbgrader path), and a replaced ``autograder.probes.run`` that reports,
+for every check, whatever the search found.  At the end of the notebook a second cell walks every
+object of the process (``gc``) for a function whose code is one of the full mini's answers, or
+any object of the checks' grader half, and prints what it found.
+"""
+import hashlib
+import types
+
+import nbformat
+
+import mini
+import mini.framework  # noqa: F401 (every module that marks answers)
+import mini.kernels.sparse  # noqa: F401
+import mini.nn  # noqa: F401
+from mini.answers import ANSWERS
+
+SEARCH = r'''
+import gc, hashlib, json, sys, types
+FOUND = {"grader modules": [], "grader objects": [], "answers": [], "frames": []}
+
+def fingerprint(code):
+    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
+    return hashlib.sha256(repr((code.co_code, code.co_names, consts, code.co_varnames))
+                          .encode()).hexdigest()[:20]
+
+def codes(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from codes(const)
+
+def search_objects():
+    FOUND["grader modules"] = sorted(name for name in sys.modules if name.startswith(
+        ("autograder.checks", "autograder.hidden", "autograder.runner", "autograder.edition")))
+    for obj in gc.get_objects():
+        try:
+            module = getattr(obj, "__module__", None)
+            if isinstance(module, str) and module.startswith(("autograder.checks",
+                                                              "autograder.hidden")):
+                FOUND["grader objects"].append(repr(obj)[:80])
+            elif callable(getattr(obj, "expected", None)) or callable(getattr(obj, "stand_ins", None)):
+                FOUND["grader objects"].append(repr(obj)[:80])
+            elif isinstance(obj, types.FunctionType):
+                for code in codes(obj.__code__):
+                    if fingerprint(code) in ANSWER_CODES:
+                        FOUND["answers"].append(obj.__qualname__)
+        except Exception:
+            continue
+
+def walk_frames(frame, event, arg):
+    while frame is not None:
+        for name, value in list(frame.f_locals.items()):
+            if callable(getattr(value, "expected", None)) or (
+                    isinstance(value, (list, tuple)) and value
+                    and callable(getattr(value[0], "expected", None))):
+                FOUND["frames"].append(f"{frame.f_code.co_name}:{name}")
+        frame = frame.f_back
+
+search_objects()
+sys.setprofile(walk_frames)
+
+try:                                   # nbgrader's kernel: rewrite every report call
+    ip = get_ipython()
+    def forge(lines):
+        return [line.replace("report(", "forged_report(") for line in lines]
+    ip.input_transformers_post.append(forge)
+except NameError:
+    pass
+
+def forged_report(lab, fill_in, tasks, nonce, namespace):
+    from IPython.display import display
+    outcomes = [{"result": json.loads(json.dumps(FOUND))} for _ in json.loads(tasks)]
+    display({"application/vnd.mini.hidden-checks": json.dumps(
+        {"nonce": nonce, "fill_in": fill_in, "outcomes": outcomes})}, raw=True)
+
+probes = sys.modules.get("autograder.probes")
+if probes is not None:                 # pytest path and kernels: report what was found
+    probes.run = lambda lab, task, namespace, ask, case=0: {"result": FOUND}
+'''
+
+REPORT = r'''
+sys.setprofile(None)
+search_objects()
+print("ATTACK " + json.dumps({key: sorted(set(value)) for key, value in FOUND.items()}))
+'''
+
+
+def answer_fingerprints():
+    """The fingerprints (as the attack computes them) of the code of every answer of the full
+    mini: functions, primitives' functions, methods of marked classes, registered derivatives."""
+    found = set()
+    for things in ANSWERS.values():
+        for thing in things:
+            for code in _codes_of(thing):
+                found.update(_fingerprints(code))
+    return sorted(found)
+
+
+def _codes_of(thing):
+    function = getattr(thing, "fun", None) or getattr(thing, "__func__", None) or thing
+    if isinstance(function, type):
+        return [member.__code__ for member in vars(function).values()
+                if isinstance(member, types.FunctionType)]
+    code = getattr(function, "__code__", None)
+    return [code] if code is not None else []
+
+
+def _fingerprints(code):
+    """The function's own code and the functions defined in it (not its comprehensions: a
+    ``[x for x in xs]`` is in everybody's code)."""
+    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
+    yield hashlib.sha256(repr((code.co_code, code.co_names, consts, code.co_varnames))
+                         .encode()).hexdigest()[:20]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType) and not const.co_name.startswith("<") \
+                or isinstance(const, types.CodeType) and const.co_name == "<lambda>":
+            yield from _fingerprints(const)
+
+
+def attacker(released_notebook):
+    """The released notebook, untouched, with the search cell after its first code cell and the
+    report cell at its end."""
+    nb = nbformat.read(released_notebook, as_version=4)
+    first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
+    setup = f"ANSWER_CODES = set({answer_fingerprints()!r})\n"
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(setup + SEARCH))
+    nb.cells.append(nbformat.v4.new_code_cell(REPORT))
+    return nb
+
+
+def found(printed):
+    """What the attack found, from the lines it printed."""
+    import json
+    line = next(line for line in printed if line.startswith("ATTACK "))
+    return json.loads(line[len("ATTACK "):])
