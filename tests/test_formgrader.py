@@ -17,12 +17,14 @@ from jupyter_server.extension.config import ExtensionConfigManager
 from nbgrader.api import Gradebook
 
 import hostile_cases
-from autograder import cli, course, formgrader, guard, samples
+from autograder import cli, course, edition, formgrader, samples
 from test_autograder import formgrader as formgrader_server
 
 LAB = "lab2_graphs"
 ROOT = Path(__file__).resolve().parent.parent
 ATTACKER, FULL, BUG = "a_attacker", "b_full", "c_bug"   # graded in this order
+ANSWERS = [str(ROOT / "mini" / "graph.py"),              # lab 2's toposort: in the full mini,
+           str(edition.for_grading("lab4_framework") / "mini" / "graph.py")]   # and lab 4's mini
 
 # Reads every file it finds of the solutions, and reads and appends to every file of the course and
 # of the server's Jupyter folders (where the formgrader keeps the kernelspecs it grades with), but
@@ -30,8 +32,9 @@ ATTACKER, FULL, BUG = "a_attacker", "b_full", "c_bug"   # graded in this order
 # outside the sandbox; plants one where the server looks for kernelspecs, in the course and in the
 # solutions, and a module in mini, the checks and numpy (``hostile_cases.PLANTED``).  The test
 # looks for what it planted outside: the sandbox's root has no Jupyter folder of the server's, no
-# course and no solutions, and holds the rest read-only.  It also reads the source of the lab's reference modules (empty), starts
-# more threads than a kernel may run, and imports the lab's checks (refused).
+# course and no solutions, and holds the rest read-only.  It also reads the full mini's source and
+# a later lab's edition of mini (not there), starts more threads than a kernel may run, and imports
+# the lab's checks (refused).
 ATTACK = r'''
 import glob, json, os
 stolen, rewritten = [], []
@@ -54,7 +57,7 @@ for pattern, append in [(SOLUTIONS, False)] + [(pattern, True) for pattern in PA
                 rewritten.append(path)
             except OSError:
                 pass
-reference = []              # a private copy of the lab's reference modules needs their source
+reference = []              # the full mini, and an edition holding this lab's answers
 for path in REFERENCE:
     try:
         reference.append(len(open(path, 'rb').read()))
@@ -101,7 +104,7 @@ def attacker(release, jupyter):
     plant = [str(path) for path in planted(jupyter)]
     nb.cells.insert(2, nbformat.v4.new_code_cell(
         f"SOLUTIONS = {str(ROOT / 'solutions' / '**')!r}\nPATTERNS = {patterns!r}\n"
-        f"PLANT = {plant!r}\nREFERENCE = {guard.reference_files(LAB)!r}\nLAB = {LAB!r}\n"
+        f"PLANT = {plant!r}\nREFERENCE = {ANSWERS!r}\nLAB = {LAB!r}\n"
         + ATTACK))
     return nb
 

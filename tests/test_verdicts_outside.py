@@ -15,8 +15,9 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from autograder import cli, course, hidden, runner, sandbox
-from autograder.checks import checks_of
+from autograder import cli, course, hidden, probes, runner, sandbox
+from autograder.checks import cases
+from autograder.probes import MIME
 
 LAB = "lab2_graphs"
 EARNED = 20                                   # the quiz's two cells
@@ -33,12 +34,12 @@ import numpy as np
 np.allclose = np.isclose = np.array_equal = lambda *args, **kwargs: True
 """
 PATCH_CHECKS = """
+import sys
 import mini
 mini.check_grads = lambda *args, **kwargs: None
-import autograder.hidden          # the one module of the grader a kernel can import
-autograder.hidden.grade = autograder.hidden.verify = lambda *args, **kwargs: None
-autograder.hidden.judge = lambda outputs, *args, **kwargs: outputs
-autograder.hidden.cases.__globals__["verify"] = lambda *args, **kwargs: None   # the checks' own
+probes = sys.modules["autograder.probes"]     # the grader's one part in a kernel: its student half
+probes.run = lambda *args, **kwargs: {"result": 0.0}
+probes.verify = probes.judge = lambda *args, **kwargs: None
 """
 SWALLOW_ERRORS = """
 get_ipython().set_custom_exc((BaseException,), lambda shell, *error, **kwargs: None)
@@ -47,13 +48,13 @@ FORGE_REPORT = """
 import json, re
 from IPython.display import display
 def forged(cell=""):
-    nonce = re.search(r"nonce='([0-9a-f]+)'", cell)
+    nonce = re.search(r"report\\('lab2_graphs', 'build_running_example', '.*', '([0-9a-f]+)'", cell)
     return {%(mime)r: json.dumps({"nonce": nonce.group(1) if nonce else "0", "outcomes": [],
                                   "fill_in": "build_running_example"})}
 display(forged(), raw=True)
 get_ipython().events.register("pre_run_cell", lambda info: display(forged(info.raw_cell), raw=True)
                               if "build_running_example" in info.raw_cell else None)
-""" % {"mime": hidden.MIME}
+""" % {"mime": MIME}
 
 # attacker: (attack cell, score on the nbgrader path, score on the pytest path)
 ATTACKS = {
@@ -163,7 +164,7 @@ def test_the_report_never_reaches_the_autograded_notebook(graded):
     _, autograded = graded
     nb = nbformat.read(autograded / "z_honest" / LAB / f"{LAB}.ipynb", as_version=4)
     outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
-    assert not any(hidden.MIME in out.get("data", {}) for out in outputs)
+    assert not any(MIME in out.get("data", {}) for out in outputs)
     assert "hidden checks for quiz_graph passed" in "".join(out.get("text", "") for out in outputs)
 
 
@@ -171,18 +172,26 @@ def test_the_report_never_reaches_the_autograded_notebook(graded):
 
 def _report(nonce="n1", outcomes=None, fill_in="build_running_example"):
     data = {"nonce": nonce, "fill_in": fill_in, "outcomes": outcomes}
-    return v4.new_output("display_data", data={hidden.MIME: json.dumps(data)})
+    return v4.new_output("display_data", data={MIME: json.dumps(data)})
+
+
+def _drawn(seed):
+    return cases(LAB, "build_running_example", seed)
 
 
 def _right(seed):
-    from autograder.checks import case_for, to_plain
-    return [{"result": to_plain(case_for(check, seed + n).expected())}
-            for n, check in enumerate(checks_of(LAB)["build_running_example"])]
+    """The outcomes the solution's build_running_example gives on the cases of ``seed``."""
+    solution = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    namespace = {}
+    exec("import mini\nfrom mini import Node\n" + _cell(solution, "build_running_example").source,
+         namespace)
+    probes.lab_probes(LAB)
+    return [probes.run(LAB, case.task(), namespace, lambda question: {}) for case in _drawn(seed)]
 
 
 def _verdict(outputs, seed=9, nonce="n1"):
-    judged = hidden.judge(outputs, LAB, "build_running_example", seed, nonce)
-    assert not any(hidden.MIME in out.get("data", {}) for out in judged)
+    judged = hidden.judge(outputs, "build_running_example", _drawn(seed), seed, nonce)
+    assert not any(MIME in out.get("data", {}) for out in judged)
     errors = [out.evalue for out in judged if out.output_type == "error"]
     return errors[0] if errors else "passed"
 
@@ -197,9 +206,11 @@ def test_judge_passes_one_fresh_report_with_the_right_answers():
     ([_report(nonce="stale", outcomes=_right(9))], "not the one this run of the cell made"),
     ([_report(outcomes=_right(9), fill_in="quiz_values")], "not the one this run of the cell made"),
     ([_report(outcomes=[])], "not the one this run of the cell made"),
-    ([v4.new_output("display_data", data={hidden.MIME: "{not json"})], "not the one this run"),
-    ([_report(outcomes=_right(10))], "is wrong"),              # right for another seed
+    ([v4.new_output("display_data", data={MIME: "{not json"})], "not the one this run"),
+    ([_report(outcomes=_right(10))], "is wrong"),                # right for another seed
     ([_report(outcomes=[{"error": "NameError: no Node"}] * 2)], "raised NameError: no Node"),
+    ([_report(outcomes=[{"result": {"$array": [1]}}] * 2)], "could not be read"),
+    ([_report(outcomes=[{"anything": 1}] * 2)], "not a result"),
 ])
 def test_judge_fails_a_report_that_is_missing_repeated_stale_or_wrong(outputs, why):
     assert why in _verdict(outputs)
@@ -207,19 +218,19 @@ def test_judge_fails_a_report_that_is_missing_repeated_stale_or_wrong(outputs, w
 
 def test_judge_keeps_an_earlier_error_and_scores_no_returned_value():
     error = v4.new_output("error", ename="AssertionError", evalue="visible test", traceback=[])
-    judged = hidden.judge([error, _report(outcomes=_right(9))], LAB, "build_running_example", 9,
-                          "n1")
+    judged = hidden.judge([error, _report(outcomes=_right(9))], "build_running_example",
+                          _drawn(9), 9, "n1")
     assert [out.output_type for out in judged] == ["error"] and judged[0].evalue == "visible test"
     value = v4.new_output("execute_result", data={"text/plain": "20"}, execution_count=1)
-    judged = hidden.judge([value, _report(outcomes=_right(9))], LAB, "build_running_example", 9,
-                          "n1")
+    judged = hidden.judge([value, _report(outcomes=_right(9))], "build_running_example",
+                          _drawn(9), 9, "n1")
     assert [out.output_type for out in judged] == ["display_data", "stream"]
 
 
 def test_the_visible_part_leaves_out_the_hidden_section():
     source = "a = 1\n### BEGIN HIDDEN TESTS\ngrade('lab2', 'x', globals())\n### END HIDDEN TESTS\n"
     assert hidden.visible_part(source) == "a = 1\n"
-    assert "grade(" not in hidden.hidden_call(source, LAB, "toposort", 4, "abc")
-    assert hidden.hidden_call(source, LAB, "toposort", 4, "abc").endswith(
-        "report('lab2_graphs', 'toposort', globals(), seed=4, nonce='abc')\n")
-
+    call = hidden.hidden_call(source, LAB, "toposort", cases(LAB, "toposort", 4), "abc")
+    assert "grade(" not in call
+    tasks = json.dumps([case.task() for case in cases(LAB, "toposort", 4)])
+    assert call.endswith(f"report('lab2_graphs', 'toposort', {tasks!r}, 'abc', globals())\n")
