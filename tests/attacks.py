@@ -37,6 +37,9 @@ def codes(code):
         if isinstance(const, types.CodeType):
             yield from codes(const)
 
+def notebooks_own(code):    # a student's own answer may well be written as mini's is
+    return code.co_filename.startswith("<cell") or "ipykernel_" in code.co_filename
+
 def search_objects():
     FOUND["grader modules"] = sorted(name for name in sys.modules if name.startswith(
         ("autograder.checks", "autograder.hidden", "autograder.runner", "autograder.edition")))
@@ -48,7 +51,7 @@ def search_objects():
                 FOUND["grader objects"].append(repr(obj)[:80])
             elif callable(getattr(obj, "expected", None)) or callable(getattr(obj, "stand_ins", None)):
                 FOUND["grader objects"].append(repr(obj)[:80])
-            elif isinstance(obj, types.FunctionType):
+            elif isinstance(obj, types.FunctionType) and not notebooks_own(obj.__code__):
                 for code in codes(obj.__code__):
                     if fingerprint(code) in ANSWER_CODES:
                         FOUND["answers"].append(obj.__qualname__)
@@ -65,8 +68,10 @@ def walk_frames(frame, event, arg):
         frame = frame.f_back
 
 search_objects()
-sys.setprofile(walk_frames)
+'''
 
+HOOKS = r'''
+sys.setprofile(walk_frames)
 try:                                   # nbgrader's kernel: rewrite every report call
     ip = get_ipython()
     def forge(lines):
@@ -126,13 +131,21 @@ def _fingerprints(code):
 
 
 def attacker(released_notebook):
-    """The released notebook, untouched, with the search cell after its first code cell and the
-    report cell at its end."""
+    """The released notebook, untouched, with the search and its hooks in a cell after its first
+    code cell and the report cell at its end."""
     nb = nbformat.read(released_notebook, as_version=4)
     first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
     setup = f"ANSWER_CODES = set({answer_fingerprints()!r})\n"
-    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(setup + SEARCH))
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(setup + SEARCH + HOOKS))
     nb.cells.append(nbformat.v4.new_code_cell(REPORT))
+    return nb
+
+
+def searched(nb):
+    """``nb`` (an honest notebook) with the search at its end, after every check has run: what a
+    student's process holds once it has done its work."""
+    setup = f"ANSWER_CODES = set({answer_fingerprints()!r})\n"
+    nb.cells.append(nbformat.v4.new_code_cell(setup + SEARCH + REPORT))
     return nb
 
 

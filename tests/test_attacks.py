@@ -4,8 +4,9 @@ kernels after it), a Dask worker and the Gradescope zip (lab 3).
 
 The forger has done no work, so it must score 0, and what it found must be nothing: no module or
 object of the checks' grader half, no frame holding a case with its expected value, and no
-function whose code is an answer of the full mini (the gc walk after every check has run).  The
-honest student graded after it, by the same worker, must get exactly its own score.
+function whose code is an answer of the full mini.  The honest student graded after it, by the
+same worker, must get exactly its own score, and the same search at the end of its notebook,
+after every check has run in its process (every stand-in handed out), must find nothing either.
 """
 import csv
 import json
@@ -32,7 +33,7 @@ def _write(folder, lab, layout="flat"):
                   else folder / student / lab / f"{lab}.ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = (attacks.attacker(ROOT / "labs" / lab / f"{lab}.ipynb") if kind is None
-              else samples.make(kind, lab, ROOT / "labs"))
+              else attacks.searched(samples.make(kind, lab, ROOT / "labs")))
         nbformat.write(nb, target)
 
 
@@ -55,7 +56,7 @@ def pytest_path(tmp_path_factory):
 def test_the_forger_gains_nothing_on_the_pytest_path(pytest_path, lab):
     score, found = _pytest_results(pytest_path, lab, "a_forger")
     assert found == NOTHING and score == 0
-    assert _pytest_results(pytest_path, lab, "b_honest")[0] == 100
+    assert _pytest_results(pytest_path, lab, "b_honest") == (100, NOTHING)
 
 
 def test_the_forger_gains_nothing_on_a_dask_worker(tmp_path):
@@ -66,7 +67,7 @@ def test_the_forger_gains_nothing_on_a_dask_worker(tmp_path):
                      "--workers", "1"]) == 0
     score, found = _pytest_results(tmp_path / "out", lab, "a_forger")
     assert found == NOTHING and score == 0
-    assert _pytest_results(tmp_path / "out", lab, "b_honest")[0] == 100
+    assert _pytest_results(tmp_path / "out", lab, "b_honest") == (100, NOTHING)
 
 
 NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]
@@ -93,11 +94,12 @@ def nbgrader_path(tmp_path_factory):
 @pytest.mark.parametrize("lab", NBGRADER_LABS)
 def test_the_forger_gains_nothing_on_the_nbgrader_path(nbgrader_path, lab):
     folder, scores = nbgrader_path
-    graded = nbformat.read(folder / "autograded" / "a_forger" / lab / f"{lab}.ipynb", 4)
-    printed = [line for cell in graded.cells if cell.cell_type == "code"
-               for output in cell.outputs if output.output_type == "stream"
-               for line in output.text.splitlines()]
-    assert attacks.found(printed) == NOTHING
+    for student in STUDENTS:
+        graded = nbformat.read(folder / "autograded" / student / lab / f"{lab}.ipynb", 4)
+        printed = [line for cell in graded.cells if cell.cell_type == "code"
+                   for output in cell.outputs if output.output_type == "stream"
+                   for line in output.text.splitlines()]
+        assert attacks.found(printed) == NOTHING, student
     assert scores[("a_forger", lab)] == 0 and scores[("b_honest", lab)] == 100
 
 
@@ -127,6 +129,7 @@ def test_the_attack_would_find_the_full_mini_and_the_checks(tmp_path):
     search = next(cell.source for cell in nb.cells if "ANSWER_CODES" in cell.source)
     namespace = {}
     import autograder.checks.lab2  # noqa: F401 (the grader half, as a self-learner has it)
-    exec(compile(search.replace("sys.setprofile(walk_frames)", ""), "<attack>", "exec"), namespace)
+    exec(compile(search.split("sys.setprofile")[0], "<attack>", "exec"),
+         namespace)
     assert "backward_pass" in namespace["FOUND"]["answers"]
     assert "autograder.checks.lab2" in namespace["FOUND"]["grader modules"]
