@@ -6,7 +6,7 @@ import pytest
 
 from autograder import collect
 from autograder.checks import Case, answer, verify
-from autograder.probes import PROBES, Student, from_plain, probe, run, to_plain
+from autograder.probes import Student, from_plain, probe, run, to_plain
 
 
 @probe
