@@ -1,31 +1,27 @@
 """Hidden checks of lab 1 (the learning problem: softmax cross-entropy, softmax regression, manual
-backprop, SGD).
+backprop, SGD): the grader half.
 
-Every expected value comes from mini at grading time: the loss from ``mini.log_softmax``, every
+Every expected value is computed here with mini: the loss from ``mini.log_softmax``, every
 gradient from ``mini.grad`` / ``mini.make_vjp`` (reverse mode through mini's VJP table), never from
 a number written here.  Convention of the lab: the loss is the MEAN over the batch, so the gradient
 with respect to the logits is ``(S - I_y) / B``.
 
-A check of one fill-in gives the student's function plain-numpy versions of the fill-ins it calls
-(``student.using(**STAND_INS)``), and the backward passes receive their cache from the plain-numpy
-forward, so one early mistake costs the points of that fill-in only.  The call side (which runs in
-the grading worker) uses numpy only; mini is used on the expected side.  Inputs are copied before they reach
-student code, so a function that writes into its arguments cannot change what is expected.
+The student half (:mod:`autograder.probes.lab1`) calls the student's function on the drawn arrays
+and answers with arrays.  A check of one fill-in that calls others (``sgd_step`` calls four) has
+those calls answered here: the probe puts, in the notebook's place of each, a function that asks
+the grader (a stand-in), and the grader answers with mini's result for the arguments a correct
+function passes in that check, and refuses any other (:func:`_only_for`), so a stand-in computes
+nothing that another check asks for.  The backward passes get their cache as data computed here:
+the input of the check, not its answer.  Every array reaches the student's code fresh, and what a
+function does to the arrays it was given is part of what ``sgd_step``'s check reports.
 """
 import numpy as np
 
 import mini
 from autograder.checks import Case
 
-# Switched off in the grading worker while lab 1 is graded (autograder.guard): the lab asks for the
-# loss and for gradients worked out BY HAND, so mini's softmax family and its automatic
-# differentiation are not available to the submission.  Nothing on the call side below uses them.
-REFERENCE = ("mini.softmax", "mini.log_softmax", "mini.logsumexp",
-             "mini.grad", "mini.value_and_grad", "mini.make_vjp", "mini.backward_pass",
-             "mini.jacobian")
-
 # ---------------------------------------------------------------------------------------------
-# Reference versions of the lab's functions, written with mini (used as stand-ins and to expect)
+# The lab's functions written with mini: the expected values and the stand-ins
 # ---------------------------------------------------------------------------------------------
 
 
@@ -37,6 +33,10 @@ def _loss(U, y):
 
 def _loss_grad(U, y):
     return mini.grad(_loss)(U, y)
+
+
+def _softmax(U):
+    return mini.softmax(U, axis=-1)
 
 
 def _mlp_forward(X, Ws):
@@ -54,64 +54,60 @@ def _logits(X, Ws):
     return _mlp_forward(X, Ws)[0]
 
 
-def _with(Ws, i, W):
-    return list(Ws[:i]) + [W] + list(Ws[i + 1:])
-
-
 def _vjps(G, X, Ws):
-    """The VJP of the logits with respect to each W_i, by mini.make_vjp."""
-    return [mini.make_vjp(lambda W, i=i: _logits(X, _with(Ws, i, W)), Ws[i])[0](G)
-            for i in range(len(Ws))]
+    """The VJP of the logits with respect to every W_i, by mini.make_vjp."""
+    return mini.make_vjp(lambda Ws_: _logits(X, Ws_), list(Ws))[0](G)
+
+
+def _loss_grads(X, Ws, y):
+    """The gradient of the mean loss with respect to every W_i, by mini.grad."""
+    return mini.grad(lambda Ws_: _loss(_logits(X, Ws_), y))(list(Ws))
 
 
 def _two_layer_cache(X, W1, W2):
     Z = X @ W1
-    H = np.maximum(Z, 0)
+    H = mini.relu(Z)
     return H @ W2, {"X": X, "Z": Z, "H": H}
 
 
-# Plain-numpy versions of the fill-ins, given to a student's function in place of the notebook's
-# own (``student.using``).  They run on the worker's side, so they use nothing of mini that the
-# runner might switch off while this lab is graded.
+# ---------------------------------------------------------------------------------------------
+# Stand-ins: the grader answers a check's calls to the other fill-ins, for that check only
+# ---------------------------------------------------------------------------------------------
 
-def _np_softmax(U):
-    E = np.exp(U - np.max(U, axis=-1, keepdims=True))
-    return E / np.sum(E, axis=-1, keepdims=True)
-
-
-def _np_loss(U, y):
-    m = np.max(U, axis=1)
-    return float(np.mean(m + np.log(np.sum(np.exp(U - m[:, None]), axis=1))
-                         - U[np.arange(len(y)), y]))
-
-
-def _np_loss_grad(U, y):
-    S = _np_softmax(U)
-    S[np.arange(len(y)), y] -= 1.0
-    return S / len(y)
+def _only_for(function, arguments, described):
+    """A stand-in that answers ``function(*arguments)`` when it is called with ``arguments``
+    (arrays equal up to rounding, labels equal), and refuses anything else: the calls a correct
+    function makes in this check.  ``described`` says which call it answers, for the refusal."""
+    def stand_in(*args):
+        if not _same(list(args), list(arguments)):
+            raise ValueError(f"this check answers {described}, and no other call; it was "
+                             "called with other arguments")
+        return function(*arguments)
+    return stand_in
 
 
-def _np_mlp_forward(X, Ws):
-    Zs, As, Z = [], [], X
-    for i, W in enumerate(Ws):
-        Zs.append(Z)
-        As.append(Z @ W)
-        Z = As[-1] if i == len(Ws) - 1 else np.maximum(As[-1], 0)
-    return Z, {"Z": Zs, "A": As}
+def _same(got, wanted):
+    """Whether ``got`` (what the student's code passed) is ``wanted`` up to rounding."""
+    if isinstance(wanted, dict):
+        return (isinstance(got, dict) and set(got) == set(wanted)
+                and all(_same(got[key], wanted[key]) for key in wanted))
+    if isinstance(wanted, (list, tuple)):
+        return (isinstance(got, (list, tuple)) and len(got) == len(wanted)
+                and all(_same(g, w) for g, w in zip(got, wanted)))
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return got.shape == np.shape(wanted) and np.allclose(got, wanted, rtol=1e-9, atol=1e-12)
 
 
-def _np_mlp_backward(G, Ws, cache):
-    grads = [None] * len(Ws)
-    for i in reversed(range(len(Ws))):
-        D = G if i == len(Ws) - 1 else G * (cache["A"][i] > 0)
-        grads[i] = cache["Z"][i].T @ D
-        G = D @ Ws[i].T
-    return grads
-
-
-STAND_INS = {"softmax": _np_softmax, "softmax_loss": _np_loss,
-             "softmax_loss_grad": _np_loss_grad, "mlp_forward": _np_mlp_forward,
-             "mlp_backward": _np_mlp_backward}
+def _loss_stand_ins(U, y, described):
+    """softmax, softmax_loss and softmax_loss_grad of the logits ``U`` and labels ``y`` only."""
+    return {"softmax": _only_for(_softmax, [U], f"softmax({described})"),
+            "softmax_loss": _only_for(lambda *a: float(_loss(*a)), [U, y],
+                                      f"softmax_loss({described}, y)"),
+            "softmax_loss_grad": _only_for(_loss_grad, [U, y],
+                                           f"softmax_loss_grad({described}, y)")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,31 +131,21 @@ def _far_apart_logits(rng):
     return U, y
 
 
+def _rows_far_apart(rng):
+    """Logits whose rows lie 1000 apart (row b around 1000 k_b, the k_b a shuffle of the rows'
+    numbers, centred on 0): one maximum for the whole batch leaves every exponential of the lower
+    rows at 0."""
+    U, y = _logits_and_labels(rng)
+    levels = rng.permutation(len(y)) - len(y) // 2
+    return U + 1000.0 * levels[:, None], y
+
+
 def _weights(rng, sizes):
     return [rng.standard_normal((m, n)) / np.sqrt(m) for m, n in zip(sizes, sizes[1:])]
 
 
 def _layer_sizes(rng, layers):
     return [int(rng.integers(1, 6))] + [int(rng.integers(2, 7)) for _ in range(layers)]
-
-
-def _copies(arrays):
-    return [np.array(a, dtype=np.float64, copy=True) for a in arrays]
-
-
-def _entries(cache, keys, function):
-    """The cache's entries as arrays/lists, or an error saying what the cache should be."""
-    if not isinstance(cache, dict) or not set(keys) <= set(cache):
-        got = sorted(cache) if isinstance(cache, dict) else type(cache).__name__
-        raise TypeError(f"the cache {function} returns should be a dict with keys "
-                        f"{list(keys)}, got {got}")
-    return {key: cache[key] for key in keys}
-
-
-def _pair(result, function, what):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise TypeError(f"{function} should return a pair ({what}), got {type(result).__name__}")
-    return result
 
 
 def _shape(*arrays):
@@ -170,13 +156,15 @@ def _shape(*arrays):
 # softmax and softmax_loss
 # ---------------------------------------------------------------------------------------------
 
+ONE_MAXIMUM_PER_ROW = ("subtract each row's OWN maximum (a max along axis 1): one maximum for the "
+                       "whole batch leaves every exp(U[b, j] - m) of a row 1000 below it at 0, so "
+                       "that row's softmax is 0 / 0 = nan and its log-sum-exp log(0) = -inf")
+
+
 def _softmax_loss_case(U, y, what, hint):
-    return Case(
-        what=what,
-        call=lambda student: {"softmax": student.softmax(U.copy()),
-                              "loss": student.softmax_loss(U.copy(), y.copy())},
-        expected=lambda: {"softmax": mini.softmax(U), "loss": _loss(U, y)},
-        rtol=1e-6, atol=1e-9, hint=hint)
+    return Case(what=what, probe="softmax_and_loss", inputs={"U": U, "y": y},
+                expected=lambda: {"softmax": _softmax(U), "loss": _loss(U, y)},
+                rtol=1e-6, atol=1e-9, hint=hint)
 
 
 def check_softmax_loss(rng):
@@ -197,18 +185,26 @@ def check_softmax_loss_large_logits(rng):
         "log(sum_j exp(U[b, j] - m_b))")
 
 
+def check_softmax_loss_rows_far_apart(rng):
+    U, y = _rows_far_apart(rng)
+    return _softmax_loss_case(
+        U, y, f"softmax(U) and softmax_loss(U, y) with U of shape {U.shape} whose rows lie 1000 "
+        "apart (one row around 0, the next around 1000 or -1000, ...)", ONE_MAXIMUM_PER_ROW)
+
+
 # ---------------------------------------------------------------------------------------------
 # softmax_loss_grad
 # ---------------------------------------------------------------------------------------------
 
-def _loss_grad_case(U, y, what):
-    def call(student):
-        with student.using(softmax=_np_softmax):
-            return student.softmax_loss_grad(U.copy(), y.copy())
-    return Case(what=what, call=call, expected=lambda: _loss_grad(U, y), rtol=1e-6, atol=1e-10,
-                hint="the gradient of the mean loss with respect to U is (S - I_y) / B: S = "
-                     "softmax(U), I_y has a 1 in column y[b] of row b, and B = U.shape[0] "
-                     "because the loss averages over the batch")
+LOSS_GRAD_HINT = ("the gradient of the mean loss with respect to U is (S - I_y) / B: S = "
+                  "softmax(U), I_y has a 1 in column y[b] of row b, and B = U.shape[0] because the "
+                  "loss averages over the batch")
+
+
+def _loss_grad_case(U, y, what, hint=LOSS_GRAD_HINT):
+    return Case(what=what, probe="loss_grad", inputs={"U": U, "y": y},
+                stand_ins={"softmax": _only_for(_softmax, [U], "softmax(U) for this check's U")},
+                expected=lambda: _loss_grad(U, y), rtol=1e-6, atol=1e-10, hint=hint)
 
 
 def check_softmax_loss_grad(rng):
@@ -219,8 +215,10 @@ def check_softmax_loss_grad(rng):
 
 def check_softmax_loss_grad_large_logits(rng):
     U, y = _far_apart_logits(rng)
-    return _loss_grad_case(U, y, f"softmax_loss_grad(U, y) with large logits (around 1000, some 800 "
-                                 f"or more apart), U of shape {U.shape}")
+    return _loss_grad_case(U, y, f"softmax_loss_grad(U, y) with large logits (around 1000, some "
+                                 f"800 or more apart), U of shape {U.shape}",
+                           LOSS_GRAD_HINT + "; take S from softmax, which stays finite for large "
+                           "logits: exp(1000) itself overflows to inf, and inf / inf is nan")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,20 +229,13 @@ def _softmax_regression_case(rng, min_batch):
     B, d, C = int(rng.integers(min_batch, 9)), int(rng.integers(1, 6)), int(rng.integers(2, 6))
     X, W = rng.standard_normal((B, d)), rng.standard_normal((d, C))
     y = rng.integers(0, C, size=B)
-
-    def call(student):
-        with student.using(softmax=_np_softmax, softmax_loss=_np_loss,
-                           softmax_loss_grad=_np_loss_grad):
-            loss, grad_W = _pair(student.softmax_regression(X.copy(), y.copy(), W.copy()),
-                                 "softmax_regression", "loss, grad_W")
-        return {"loss": float(loss), "grad_W": grad_W}
-
-    def expected():
-        loss = lambda W_: _loss(X @ W_, y)
-        return {"loss": float(loss(W)), "grad_W": mini.grad(loss)(W)}
+    loss = lambda W_: _loss(X @ W_, y)
     return Case(what=f"softmax_regression(X, y, W) with X of shape {X.shape} and W of shape "
                      f"{W.shape}, compared with mini.grad of the loss",
-                call=call, expected=expected, rtol=1e-6, atol=1e-10,
+                probe="softmax_regression_result", inputs={"X": X, "y": y, "W": W},
+                stand_ins=_loss_stand_ins(X @ W, y, "U = X @ W"),
+                expected=lambda: {"loss": float(loss(W)), "grad_W": mini.grad(loss)(W)},
+                rtol=1e-6, atol=1e-10,
                 hint="the loss is softmax_loss(X @ W, y); its gradient has W's shape (d, C), and "
                      "entry (k, j) is the sum over the batch of X[b, k] * G_U[b, j] with G_U = "
                      "softmax_loss_grad(X @ W, y): one matrix product of X transposed and G_U")
@@ -262,39 +253,30 @@ def check_softmax_regression_one_example(rng):
 # two_layer_forward and two_layer_backward
 # ---------------------------------------------------------------------------------------------
 
-def check_two_layer_forward(rng):
+def _two_layer_problem(rng):
     d, h, C = _layer_sizes(rng, 2)
-    B = int(rng.integers(2, 9))
-    X = rng.standard_normal((B, d))
+    X = rng.standard_normal((int(rng.integers(2, 9)), d))
     W1, W2 = _weights(rng, [d, h, C])
+    return X, W1, W2, rng.integers(0, C, size=len(X))
 
-    def call(student):
-        U, cache = _pair(student.two_layer_forward(*_copies([X, W1, W2])), "two_layer_forward",
-                         "U, cache")
-        return {"U": U, **_entries(cache, ("X", "Z", "H"), "two_layer_forward")}
+
+def check_two_layer_forward(rng):
+    X, W1, W2, _ = _two_layer_problem(rng)
 
     def expected():
         U, cache = _two_layer_cache(X, W1, W2)
         return {"U": U, **cache}
     return Case(what=f"two_layer_forward(X, W1, W2) with X, W1, W2 of shapes {_shape(X, W1, W2)}",
-                call=call, expected=expected,
+                probe="two_layer_forward_result", inputs={"X": X, "W1": W1, "W2": W2},
+                expected=expected,
                 hint="Z = X @ W1, H = relu(Z) = max(Z, 0), U = H @ W2; return (U, cache) with "
                      "cache = {'X': X, 'Z': Z, 'H': H}")
 
 
 def _two_layer_backward_case(rng, real_loss):
-    d, h, C = _layer_sizes(rng, 2)
-    B = int(rng.integers(2, 9))
-    X = rng.standard_normal((B, d))
-    W1, W2 = _weights(rng, [d, h, C])
-    y = rng.integers(0, C, size=B)
-    G = _np_loss_grad(_two_layer_cache(X, W1, W2)[0], y) if real_loss else \
-        rng.standard_normal((B, C))
-
-    def call(student):
-        _, cache = _two_layer_cache(*_copies([X, W1, W2]))
-        return list(_pair(student.two_layer_backward(G.copy(), W2.copy(), cache),
-                          "two_layer_backward", "grad_W1, grad_W2"))
+    X, W1, W2, y = _two_layer_problem(rng)
+    U, cache = _two_layer_cache(X, W1, W2)
+    G = _loss_grad(U, y) if real_loss else rng.standard_normal(U.shape)
 
     def expected():
         if real_loss:   # the gradients of the whole loss, straight from mini.grad
@@ -307,7 +289,9 @@ def _two_layer_backward_case(rng, real_loss):
     what = (f"two_layer_backward(G_U, W2, cache) with X, W1, W2 of shapes {_shape(X, W1, W2)}, "
             + ("G_U = softmax_loss_grad(U, y), compared with mini.grad of the loss"
                if real_loss else "a random upstream gradient G_U, compared with mini's VJPs"))
-    return Case(what=what, call=call, expected=expected, rtol=1e-6, atol=1e-10,
+    return Case(what=what, probe="two_layer_backward_result",
+                inputs={"G_U": G, "W2": W2, "cache": cache}, expected=expected,
+                rtol=1e-6, atol=1e-10,
                 hint="grad_W2 = H^T @ G_U and grad_W1 = X^T @ ((G_U @ W2^T) * relu'(Z)), where "
                      "relu'(Z) is 1 where Z > 0 and 0 elsewhere; X, Z, H come from the cache")
 
@@ -334,19 +318,12 @@ def _mlp_problem(rng, min_layers, max_layers):
 def _mlp_forward_case(rng, min_layers, max_layers):
     X, Ws, _ = _mlp_problem(rng, min_layers, max_layers)
 
-    def call(student):
-        logits, cache = _pair(student.mlp_forward(X.copy(), _copies(Ws)), "mlp_forward",
-                              "logits, cache")
-        entries = _entries(cache, ("Z", "A"), "mlp_forward")
-        return {"logits": logits, "Z": [np.asarray(z) for z in entries["Z"]],
-                "A": [np.asarray(a) for a in entries["A"]]}
-
     def expected():
         logits, cache = _mlp_forward(X, Ws)
         return {"logits": logits, **cache}
     return Case(what=f"mlp_forward(X, Ws) with {len(Ws)} layer(s), X of shape {X.shape} and "
                      f"weights of shapes {_shape(*Ws)}",
-                call=call, expected=expected,
+                probe="mlp_forward_result", inputs={"X": X, "Ws": Ws}, expected=expected,
                 hint="A_i = Z_i @ W_i, Z_1 = X, Z_{i+1} = relu(A_i) for every layer but the last, "
                      "whose A_L is the logits (no ReLU); cache['Z'] = [Z_1, ..., Z_L] (the "
                      "inputs of the L layers) and cache['A'] = [A_1, ..., A_L]")
@@ -362,28 +339,16 @@ def check_mlp_forward_one_layer(rng):
 
 def _mlp_backward_case(rng, min_layers, max_layers, real_loss):
     X, Ws, y = _mlp_problem(rng, min_layers, max_layers)
-    G = _np_loss_grad(_np_mlp_forward(X, Ws)[0], y) if real_loss else rng.standard_normal(
-        (X.shape[0], Ws[-1].shape[1]))
-
-    def call(student):
-        _, cache = _np_mlp_forward(X.copy(), _copies(Ws))
-        grads = student.mlp_backward(G.copy(), _copies(Ws), cache)
-        if not isinstance(grads, (list, tuple)):
-            raise TypeError(f"mlp_backward should return a list of {len(Ws)} gradients, got "
-                            f"{type(grads).__name__}")
-        return [np.asarray(g) for g in grads]
-
-    def expected():
-        if real_loss:
-            return [mini.grad(lambda W, i=i: _loss(_logits(X, _with(Ws, i, W)), y))(Ws[i])
-                    for i in range(len(Ws))]
-        return _vjps(G, X, Ws)
+    logits, cache = _mlp_forward(X, Ws)
+    G = _loss_grad(logits, y) if real_loss else rng.standard_normal(logits.shape)
 
     what = (f"mlp_backward(G, Ws, cache) with {len(Ws)} layer(s), X of shape {X.shape}, weights "
             f"of shapes {_shape(*Ws)}, "
             + ("G = softmax_loss_grad(logits, y), compared with mini.grad of the loss"
                if real_loss else "a random upstream gradient G, compared with mini's VJPs"))
-    return Case(what=what, call=call, expected=expected, rtol=1e-6, atol=1e-10,
+    return Case(what=what, probe="mlp_backward_result", inputs={"G": G, "Ws": Ws, "cache": cache},
+                expected=lambda: _loss_grads(X, Ws, y) if real_loss else _vjps(G, X, Ws),
+                rtol=1e-6, atol=1e-10,
                 hint="go from the last layer to the first: D = G * relu'(A_i) (D = G for the last "
                      "layer, which has no ReLU), grad W_i = Z_i^T @ D, then G = D @ W_i^T for the "
                      "layer below; return the gradients in the order of Ws")
@@ -401,40 +366,87 @@ def check_mlp_backward_of_the_loss(rng):
 # sgd_step
 # ---------------------------------------------------------------------------------------------
 
+GIVEN, LEFT_AS_THEY_WERE = "the weights it was given", "left as they were"
+SGD_HINT = ("one forward pass, mlp_forward(X, Ws) on the weights it was given, and the loss "
+            "there (BEFORE the step) with softmax_loss; G = softmax_loss_grad(logits, y), grads = "
+            "mlp_backward(G, Ws, cache), then NEW arrays W_i - lr * grad W_i for every layer: "
+            "W -= lr * g, or Ws[i] = ..., changes the weights the caller passed in")
+
+
 def _reference_step(Ws, X, y, lr):
-    loss_at = lambda *Ws_: _loss(_logits(X, list(Ws_)), y)
-    grads = [mini.grad(loss_at, i)(*Ws) for i in range(len(Ws))]
-    return [W - lr * g for W, g in zip(Ws, grads)], float(loss_at(*Ws))
+    grads = _loss_grads(X, Ws, y)
+    return [W - lr * g for W, g in zip(Ws, grads)], float(_loss(_logits(X, Ws), y))
 
 
-def _student_step(student, Ws, X, y, lr):
-    with student.using(**STAND_INS):
-        result = _pair(student.sgd_step(_copies(Ws), X.copy(), y.copy(), lr), "sgd_step",
-                       "new_Ws, loss")
-    new_Ws, loss = result
-    if not isinstance(new_Ws, (list, tuple)) or len(new_Ws) != len(Ws):
-        raise TypeError(f"sgd_step should return a list of {len(Ws)} new weight matrices first, "
-                        f"got {type(new_Ws).__name__}")
-    return [np.array(W, dtype=np.float64) for W in new_Ws], float(loss)
+def _step_stand_ins(X, Ws, y):
+    """The calls sgd_step(Ws, X, y, lr) makes, answered for this X, Ws and y only."""
+    logits, cache = _mlp_forward(X, Ws)
+    G = _loss_grad(logits, y)
+    return {"mlp_forward": _only_for(_mlp_forward, [X, Ws], "mlp_forward(X, Ws) with the X and Ws "
+                                                            "sgd_step was given"),
+            **_loss_stand_ins(logits, y, "the logits mlp_forward returned"),
+            "mlp_backward": _only_for(lambda G_, Ws_, _cache: _vjps(G_, X, Ws_), [G, Ws, cache],
+                                      "mlp_backward(softmax_loss_grad(logits, y), Ws, the cache "
+                                      "mlp_forward returned)")}
+
+
+def _weights_report(Ws):
+    """What ``sgd_step`` did to the weights it was given, in words, from what the probe saw."""
+    def report(observed):
+        after = observed[GIVEN]
+        if not isinstance(after, list) or len(after) != len(Ws):
+            changed = "the list itself"
+        else:
+            changed = ", ".join(f"Ws[{i}]" for i, (a, W) in enumerate(zip(after, Ws))
+                                if not np.array_equal(np.asarray(a, dtype=np.float64), W))
+        return {**observed, GIVEN: f"changed by the call ({changed})" if changed
+                else LEFT_AS_THEY_WERE}
+    return report
 
 
 def check_sgd_step(rng):
     X, Ws, y = _mlp_problem(rng, 1, 3)
     lr = float(rng.uniform(0.05, 0.5))
 
-    def call(student):
-        new_Ws, loss = _student_step(student, Ws, X, y, lr)
-        return {"loss": loss, "new_Ws": new_Ws}
-
     def expected():
         new_Ws, loss = _reference_step(Ws, X, y, lr)
-        return {"loss": loss, "new_Ws": new_Ws}
+        return {"loss": loss, "new_Ws": new_Ws, GIVEN: LEFT_AS_THEY_WERE}
     return Case(what=f"sgd_step(Ws, X, y, lr={lr:.3g}) with {len(Ws)} layer(s), X of shape "
                      f"{X.shape}, weights of shapes {_shape(*Ws)}",
-                call=call, expected=expected, rtol=1e-6, atol=1e-10,
-                hint="forward with mlp_forward, loss with softmax_loss (at the weights BEFORE the "
-                     "step), G = softmax_loss_grad(logits, y), grads = mlp_backward(G, Ws, cache), "
-                     "then W_i - lr * grad W_i for every layer")
+                probe="sgd_step_result", inputs={"Ws": Ws, "X": X, "y": y, "lr": lr},
+                stand_ins=_step_stand_ins(X, Ws, y), interpret=_weights_report(Ws),
+                expected=expected, rtol=1e-6, atol=1e-10, hint=SGD_HINT)
+
+
+def _any_step_stand_ins(X, shapes, y):
+    """The calls sgd_step makes on this X and y for weights of these shapes, which the student's
+    own steps choose.  The batch is larger than any other check's, so no answer fits another."""
+    def weights(Ws):
+        if [np.shape(W) for W in Ws] != shapes:
+            raise ValueError(f"this check answers for weights of shapes {shapes} only")
+        return [np.asarray(W, dtype=np.float64) for W in Ws]
+
+    def forward(X_, Ws):
+        if not _same(X_, X):
+            raise ValueError("this check answers mlp_forward for the X sgd_step was given only")
+        return _mlp_forward(X, weights(Ws))
+
+    def logits(U, y_):
+        if not (_same(y_, y) and np.shape(U) == (len(y), shapes[-1][1])):
+            raise ValueError("this check answers for logits of this batch and its labels y only")
+        return np.asarray(U, dtype=np.float64)
+
+    def backward(G, Ws, cache):
+        Ws = weights(Ws)
+        if not _same(cache, _mlp_forward(X, Ws)[1]):
+            raise ValueError("this check answers mlp_backward with the cache mlp_forward returned "
+                             "for the same Ws only")
+        return _vjps(logits(G, y), X, Ws)
+
+    return {"mlp_forward": forward, "softmax": lambda U: _softmax(logits(U, y)),
+            "softmax_loss": lambda U, y_: float(_loss(logits(U, y_), y)),
+            "softmax_loss_grad": lambda U, y_: _loss_grad(logits(U, y_), y),
+            "mlp_backward": backward}
 
 
 def check_sgd_loss_goes_down(rng):
@@ -444,26 +456,27 @@ def check_sgd_loss_goes_down(rng):
     y = rng.integers(0, sizes[-1], size=len(X))
     steps, lr = 6, 0.1
 
-    def trajectory(step):
-        losses, current = [], _copies(Ws)
+    def expected():
+        losses, current = [], Ws
         for _ in range(steps):
-            current, loss = step(current)
+            current, loss = _reference_step(current, X, y, lr)
             losses.append(loss)
         return losses
 
     return Case(what=f"{steps} steps of sgd_step(Ws, X, y, lr={lr}) on a random problem (X of "
                      f"shape {X.shape}, weights of shapes {_shape(*Ws)}): the loss before each "
                      "step, which should go down",
-                call=lambda student: trajectory(lambda W: _student_step(student, W, X, y, lr)),
-                expected=lambda: trajectory(lambda W: _reference_step(W, X, y, lr)),
-                rtol=1e-6, atol=1e-10,
+                probe="sgd_losses", inputs={"Ws": Ws, "X": X, "y": y, "lr": lr, "steps": steps},
+                stand_ins=_any_step_stand_ins(X, [W.shape for W in Ws], y),
+                expected=expected, rtol=1e-6, atol=1e-10,
                 hint="a step moves each W_i by MINUS lr times its gradient (a plus sign climbs "
                      "the loss), returns NEW weights for the next step to start from, and the "
                      "loss it returns is the one at the weights it was given")
 
 
 CHECKS = {
-    "softmax_loss": [check_softmax_loss, check_softmax_loss_large_logits],
+    "softmax_loss": [check_softmax_loss, check_softmax_loss_large_logits,
+                     check_softmax_loss_rows_far_apart],
     "softmax_loss_grad": [check_softmax_loss_grad, check_softmax_loss_grad_large_logits],
     "softmax_regression": [check_softmax_regression, check_softmax_regression_one_example],
     "two_layer_forward": [check_two_layer_forward],

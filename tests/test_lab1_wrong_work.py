@@ -1,0 +1,181 @@
+"""Lab 1's checks catch the mistakes students make, and say which.
+
+Each wrong version below replaces one fill-in's answer in the solution notebook; a notebook holds
+several of them, in fill-ins whose checks do not call each other's (a check answers the calls to
+the other fill-ins itself), so each costs its own test cell's points and nothing else.  The
+pytest path grades both notebooks, the nbgrader path the first one; the hidden checks are also
+run directly on the two mistakes that once scored full marks (one maximum for the whole batch,
+weights updated in place), so that they are caught even where a visible test would not be.
+"""
+import csv
+import re
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder import cli, probes, runner
+from autograder.checks import answer, case_for, checks_of, lab1, verify
+from autograder.runner import source_notebook
+
+LAB = "lab1_learning"
+
+ONE_MAXIMUM_LOSS = """
+    m = np.max(U)                       # one maximum for the whole batch
+    log_sum_exp = m + np.log(np.sum(np.exp(U - m), axis=1))
+    return float(np.mean(log_sum_exp - U[np.arange(U.shape[0]), y]))
+"""
+ONE_MAXIMUM_SOFTMAX = """
+    E = np.exp(U - np.max(U))           # one maximum for the whole batch
+    return E / np.sum(E, axis=1, keepdims=True)
+"""
+UPDATED_IN_PLACE = """
+    logits, cache = mlp_forward(X, Ws)
+    loss = softmax_loss(logits, y)
+    grads = mlp_backward(softmax_loss_grad(logits, y), Ws, cache)
+    for W, g in zip(Ws, grads):
+        W -= lr * g                     # the caller's arrays
+    return Ws, loss
+"""
+
+# fill-in -> (its solution blocks, None where the solution's stays; a phrase of the message)
+WRONG_ONE = {
+    "softmax_loss": ([None, ONE_MAXIMUM_LOSS], "not one maximum for the whole batch"),
+    "softmax_regression": (["""
+    U = X @ W
+    return softmax_loss(U, y), softmax_loss_grad(U, y).T @ X      # transposed: (C, d)
+"""], "grad_W should have the shape of W, (2, 3), got (3, 2)"),
+    "two_layer_backward": (["""
+    X, H = cache["X"], cache["H"]
+    return X.T @ (G_U @ W2.T), H.T @ G_U                           # no relu'(Z)
+"""], "grad_W1 should be [[-1, 0], [-2, 0]]"),
+    "mlp_backward": (["""
+    grads = []
+    for i in reversed(range(len(Ws))):
+        D = G if i == len(Ws) - 1 else G * (cache["A"][i] > 0)
+        grads.append(cache["Z"][i].T @ D)                          # last layer first
+        G = D @ Ws[i].T
+    return grads
+"""], "the gradients are in reverse order"),
+    "sgd_step": (["""
+    logits, cache = mlp_forward(X, Ws)
+    grads = mlp_backward(softmax_loss_grad(logits, y), Ws, cache)
+    new_Ws = [W - lr * g for W, g in zip(Ws, grads)]
+    return new_Ws, softmax_loss(mlp_forward(X, new_Ws)[0], y)      # the loss AFTER the step
+"""], "the loss there (BEFORE the step)"),
+}
+WRONG_TWO = {
+    "softmax_loss_grad": (["""
+    E = np.exp(U)                                                  # overflows for large logits
+    G = E / np.sum(E, axis=1, keepdims=True)
+    G[np.arange(U.shape[0]), y] -= 1.0
+    return G / U.shape[0]
+"""], "exp(1000) itself overflows to inf"),
+    "two_layer_forward": (["""
+    Z = np.maximum(X @ W1, 0)                                      # Z after the ReLU
+    return Z @ W2, {"X": X, "Z": Z, "H": Z}
+"""], "cache['Z'] should be X @ W1 = [[3, -5]] (before the ReLU)"),
+    "mlp_forward": (["""
+    Zs, As, Z = [], [], X
+    for W in Ws:
+        Zs.append(Z)
+        As.append(Z @ W)
+        Z = np.maximum(As[-1], 0)                                  # a ReLU on the logits too
+    return Z, {"Z": Zs, "A": As}
+"""], "with NO ReLU"),
+    "sgd_step": ([UPDATED_IN_PLACE], "sgd_step changed the weights it was given"),
+}
+
+
+def _solution_with(wrong):
+    """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
+    nb = nbformat.read(source_notebook(LAB), as_version=4)
+    for cell in nb.cells:
+        blocks, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None, None))
+        if blocks:
+            cell.source = _replaced(cell.source, blocks)
+    return nb
+
+
+def _replaced(source, blocks):
+    parts = re.split(r"(?<=### BEGIN SOLUTION\n)(.*?)(?=\s*### END SOLUTION)", source, flags=re.S)
+    assert len(parts) == 2 * len(blocks) + 1, "one replacement per solution block"
+    for n, block in enumerate(blocks):
+        if block is not None:
+            parts[2 * n + 1] = block.strip("\n")
+    return "".join(parts)
+
+
+def _expected_losses(wrong):
+    points = dict(runner.test_cells(LAB))
+    return {f"test_{fill_in}": points[f"test_{fill_in}"] for fill_in in wrong}
+
+
+@pytest.mark.parametrize("wrong", [WRONG_ONE, WRONG_TWO], ids=["one", "two"])
+def test_each_mistake_costs_its_own_points_with_a_message_naming_it(wrong, tmp_path):
+    path = tmp_path / "wrong.ipynb"
+    nbformat.write(_solution_with(wrong), path)
+    result = runner.grade_submission(path, LAB, "s", seed=11)
+    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    assert lost == _expected_losses(wrong)
+    outputs = {t.name: t.output for t in result.tests}
+    for fill_in, (_, phrase) in wrong.items():
+        assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
+
+
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", LAB]) == 0
+    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
+    inbox.parent.mkdir(parents=True)
+    nbformat.write(_solution_with(WRONG_ONE), inbox)
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    monkeypatch.setenv("AUTOGRADER_SEED", "11")
+    assert cli.main(["autograde", LAB]) == 0
+    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
+    with open(tmp_path / "grades.csv") as file:
+        score, = [float(row["raw_score"]) for row in csv.DictReader(file)]
+    assert score == 100 - sum(_expected_losses(WRONG_ONE).values())
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
+        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
+        for cell in graded.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+    for fill_in, (_, phrase) in WRONG_ONE.items():
+        assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
+
+
+def _namespace(wrong):
+    """The notebook's fill-in cells, with ``wrong``'s answers, run as a self-learner runs them."""
+    namespace = {"__name__": "__main__", "np": np}
+    for cell in _solution_with(wrong).cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(cell.source, namespace)
+    return namespace
+
+
+def _verdict(fill_in, check, namespace, seed=11):
+    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
+    number = checks_of(LAB)[fill_in].index(check)
+    case = case_for(check, seed, fill_in, number)
+    probes.lab_probes(LAB)
+    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning",
+                            "ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("blocks", [[None, ONE_MAXIMUM_LOSS], [ONE_MAXIMUM_SOFTMAX, None]],
+                         ids=["softmax_loss", "softmax"])
+def test_the_hidden_checks_catch_one_maximum_for_the_whole_batch(blocks):
+    namespace = _namespace({"softmax_loss": (blocks, "")})
+    with pytest.raises(AssertionError, match=r"whose rows lie 1000 apart.*\n.*OWN maximum"):
+        _verdict("softmax_loss", lab1.check_softmax_loss_rows_far_apart, namespace)
+
+
+def test_the_hidden_checks_catch_weights_updated_in_place():
+    namespace = _namespace({"sgd_step": ([UPDATED_IN_PLACE], "")})
+    with pytest.raises(AssertionError, match=r"should be 'left as they were', got str 'changed "
+                                             r"by the call \(Ws\[0\]"):
+        _verdict("sgd_step", lab1.check_sgd_step, namespace)
