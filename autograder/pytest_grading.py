@@ -79,13 +79,30 @@ def graded(request):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "results.json").write_text(json.dumps(result.gradescope(), indent=1))
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "grades.csv", "w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(["student", "lab", "score", "max_score", "seed"])
-        for result in results:
-            writer.writerow([result.student, result.lab, result.score, result.max_score,
-                             batch.seed])
+    _write_grades(out / "grades.csv", results, batch.seed)
     return {(r.lab, r.student): r for r in results}
+
+
+FIELDS = ["student", "lab", "score", "max_score", "seed"]
+
+
+def _write_grades(path, results, seed):
+    """``grades.csv`` with a row per result of this batch, keeping the rows of earlier batches
+    for other labs or students (``grade lab3`` after ``grade lab2`` keeps lab 2's), sorted by
+    lab and student; written to a new file first, then moved over the old one."""
+    rows = {}
+    if path.is_file():
+        with open(path, newline="") as file:
+            rows = {(row["lab"], row["student"]): row for row in csv.DictReader(file)
+                    if set(FIELDS) <= set(row)}
+    rows.update({(r.lab, r.student): {"student": r.student, "lab": r.lab, "score": r.score,
+                                      "max_score": r.max_score, "seed": seed} for r in results})
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", newline="") as file:
+        writer = csv.DictWriter(file, FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows[key] for key in sorted(rows))
+    partial.replace(path)
 
 
 def _grade_here(jobs, batch):

@@ -378,6 +378,8 @@ def _read_events(read_fd, answers_fd, drawn, process, seconds, step_seconds):
         time.sleep(0.002)
     if reason is None and process.wait() != 0:
         reason = _exit_reason(process.returncode)
+    elif reason is None and not any(event.get("event") == "output" for event in events):
+        reason = "it exited before the end of the notebook (os._exit?)"   # its last event says
     _kill_group(process)
     return events, reason
 

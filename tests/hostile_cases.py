@@ -229,6 +229,8 @@ CASES = {
                         "    hoard.append(numpy.ones(10**8))"), "add_outgrads"),
     "exits_the_worker": (lambda: inside("backward_pass", "import os\nos._exit(3)"),
                          "backward_pass"),
+    # a cell worth no points that ends its process, as a successful exit: it costs nothing
+    "exits_cleanly_in_a_cell_of_its_own": (lambda: with_cell("import os\nos._exit(0)"), None),
     "kills_the_worker": (lambda: inside("make_vjp", "import os, signal\n"
                                                     "os.kill(os.getpid(), signal.SIGKILL)"),
                          "make_vjp"),

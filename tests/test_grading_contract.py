@@ -1,4 +1,5 @@
 """The pieces of grading that do not depend on a lab: names, the JSON contract, messages."""
+import csv
 import zipfile
 
 import numpy as np
@@ -166,3 +167,19 @@ def test_student_code_starts_with_a_copy_of_the_graders_font_list(tmp_path, monk
     assert copy.read_text() == '{"fonts": "the grader\'s"}'
     copy.write_text("changed by a student")          # their own copy: the grader's is untouched
     assert (grader / "fontlist-v390.json").read_text() == '{"fonts": "the grader\'s"}'
+
+
+def test_grades_csv_keeps_the_rows_of_other_labs_and_students(tmp_path):
+    from autograder.pytest_grading import _write_grades
+    from autograder.runner import SubmissionResult, TestResult
+
+    def result(student, lab, score):
+        return SubmissionResult(student, lab, 1, [TestResult("test_x", score, 100, "")], [])
+    path = tmp_path / "grades.csv"
+    _write_grades(path, [result("ada", "lab2_graphs", 80), result("bo", "lab2_graphs", 0)], 7)
+    _write_grades(path, [result("ada", "lab3_autodiff", 90), result("bo", "lab2_graphs", 50)], 8)
+    with open(path) as file:
+        rows = [(row["lab"], row["student"], float(row["score"]), row["seed"])
+                for row in csv.DictReader(file)]
+    assert rows == [("lab2_graphs", "ada", 80.0, "7"), ("lab2_graphs", "bo", 50.0, "8"),
+                    ("lab3_autodiff", "ada", 90.0, "8")]
