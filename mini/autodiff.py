@@ -109,7 +109,8 @@ def make_vjp(fun, *args, argnum=0):
         if not any(start in grads for start in starts):
             warnings.warn(f"{_name(fun)}: the output does not depend on argument {argnum}, so its "
                           "gradient is zero", stacklevel=2)
-        leaf_grads = iter([grads[s] if s in grads else zeros_like(s.value) for s in starts])
+        leaf_grads = iter([_own(grads[s]) if s in grads else zeros_like(s.value)
+                           for s in starts])
         grads = tuple(_rebuild(args[i], leaf_grads) for i in argnums)
         return grads if many else grads[0]
     return vjp, end.value if traced else end
@@ -133,6 +134,14 @@ def _collector_paused():
         yield
     finally:
         gc.enable()
+
+
+def _own(gradient):
+    """A gradient the caller may change in place: not a read-only view (``np.broadcast_to``'s,
+    which sum's VJP gives) of an array mini keeps."""
+    if isinstance(gradient, np.ndarray) and not gradient.flags.writeable:
+        return gradient.copy()
+    return gradient
 
 
 def _position(argnum, args):
@@ -263,7 +272,9 @@ def _differentiable(x, argnum):
                         "differentiates real numbers)")
     if isinstance(x, TracedValue):
         return x
-    return x if kind == "f" else np.asarray(x, dtype=np.float64)
+    if kind == "f" and not isinstance(x, (list, tuple)):
+        return x
+    return np.asarray(x, dtype=None if kind == "f" else np.float64)   # a list of numbers too
 
 
 def _is_numeric(x):

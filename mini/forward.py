@@ -57,12 +57,21 @@ def make_jvp(fun, *args, argnum=0):
         dualled[argnum] = Dual(x if np.asarray(value).dtype.kind == "f" else
                                np.asarray(value, dtype=np.float64), v, trace)
         end = fun(*dualled)
-        if holds_traced(end):                   # np.array of traced values
-            end = joined(end)
-        if isinstance(end, Dual) and end.trace == trace:
-            return end.value, end.tangent
-        return end, zeros_like(end)
+        if isinstance(end, (tuple, list)):      # several outputs: a value and a tangent each
+            pairs = [_value_and_tangent(item, trace) for item in end]
+            return type(end)(value for value, _ in pairs), type(end)(t for _, t in pairs)
+        return _value_and_tangent(end, trace)
     return jvp
+
+
+@answer("lab3", "forward_mode")
+def _value_and_tangent(end, trace):
+    """An output's plain value and its tangent (zeros for an output that ignores the input)."""
+    if holds_traced(end):                       # np.array of traced values
+        end = joined(end)
+    if isinstance(end, Dual) and end.trace == trace:
+        return end.value, end.tangent
+    return end, zeros_like(end)
 
 
 @answer("lab3", "forward_mode")

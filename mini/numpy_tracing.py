@@ -42,7 +42,7 @@ def _numpy_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 def _numpy_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     _refuse("std", dtype=dtype, out=out)
-    return p.sqrt(_numpy_var(a, axis=axis, ddof=ddof, keepdims=keepdims))
+    return p.std(a, axis=axis, ddof=ddof, keepdims=keepdims)
 
 
 def _numpy_reshape(a, shape, order="C", copy=None):

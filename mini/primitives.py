@@ -183,6 +183,31 @@ with answers("lab3", "forward_mode"):
            lambda t, ans, c, x, y: where(c, 0.0, t), broadcasting=True)
 
 
+@primitive
+def std(x, axis=None, ddof=0, keepdims=False):
+    """numpy's standard deviation (what ``np.std`` of a traced value computes).  A primitive of
+    its own rather than ``sqrt(var)``: where the entries are all equal, sqrt's derivative at 0
+    times var's 0 would be nan, and the derivative is 0 along every direction that keeps them
+    equal (a single entry, an axis of length 1)."""
+    return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+@answer("lab3", "shape_vjps")
+def _std_per_entry(ans, x, axis, ddof, keepdims):
+    """d std / d x = (x - mean) / ((n - ddof) std), taken as 0 where std is 0."""
+    spread = x - mean(x, axis=axis, keepdims=True)
+    spread_over = broadcast_like(where(ans, ans, 1.0), x, axis, keepdims)
+    return spread / (spread_over * (axis_size(x, axis) - ddof))
+
+
+with answers("lab3", "shape_vjps"):
+    defvjp(std, lambda g, ans, x, axis=None, ddof=0, keepdims=False:
+           broadcast_like(g, x, axis, keepdims) * _std_per_entry(ans, x, axis, ddof, keepdims))
+with answers("lab3", "forward_mode"):
+    defjvp(std, lambda t, ans, x, axis=None, ddof=0, keepdims=False:
+           sum(t * _std_per_entry(ans, x, axis, ddof, keepdims), axis=axis, keepdims=keepdims))
+
+
 # ---------------------------------------------------------------------------------------------
 # Softmax family, numerically stable (the max is subtracted before exponentiating)
 # ---------------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ EXAMPLES = {   # primitive: [(args, kwargs), ...] covering the forms each accept
     mini.log: [((POS23,), {})],
     mini.tanh: [((X23,), {})],
     mini.sqrt: [((POS23,), {})],
+    primitives.std: [((X234,), {}), ((X234,), {"axis": 1, "ddof": 1}),
+                     ((X234,), {"axis": (0, 2), "keepdims": True})],
     mini.conjugate: [((X23,), {})],
     mini.sigmoid: [((X23,), {})],
     mini.relu: [((X23,), {})],
