@@ -1,0 +1,185 @@
+"""Lab 4's checks catch the mistakes students make, and say which.
+
+Each wrong version below changes one fill-in's answer in the solution notebook.  One notebook
+holds a wrong version of every fill-in: no check of one fill-in runs another's (the hidden
+checks get graphs described as data, gradient values and orders the grader computes; the visible
+tests run graphs with the student's session_run only once its own tests passed), so each costs
+its own test cell's points and nothing else, on both grading paths.  The hidden checks are also
+run directly on mistakes the visible tests may not see, the first of them one that once scored
+full marks: a session_run that stores its values on the nodes.
+"""
+import csv
+
+import nbformat
+import pytest
+
+from autograder import cli, probes, runner
+from autograder.checks import answer, case_for, checks_of, verify
+from autograder.checks.lab4 import classifier, gradients, passes, session
+from autograder.runner import source_notebook
+
+LAB = "lab4_framework"
+
+# fill-in -> ([(code in its solution, its replacement)], a phrase of the message)
+WRONG = {
+    "session_run": ([("values[node] = feed_dict[node]",
+                      "values[node] = node.value = feed_dict[node]")],
+                    "left values on the nodes"),
+    "gradients": ([("grads[parent] = share if parent not in grads else grads[parent] + share",
+                    "grads[parent] = share")],
+                  "the result['gradient with respect to x1'] is wrong"),
+    "sgd_update": ([("variable.assign(variable.value - learning_rate * grad)",
+                     "variable.value -= learning_rate * grad")],
+                   "changed a's old array in place"),
+    "classifier": ([("return mini.sum(scores * weights, axis=1) / "
+                      "mini.sum(mask[:, :, None], axis=1)", "return mini.mean(scores, axis=1)")],
+                   "The average is over the REAL words"),
+    "fold_constants": ([("all(isinstance(parent, Constant) for parent in parents)",
+                         "all(isinstance(parent, (Constant, Variable)) for parent in parents)")],
+                       "folded something that reads a Variable"),
+    "eliminate_common_subexpressions": ([("first.setdefault(signature(candidate), candidate)",
+                                          "first.setdefault(signature(node), candidate)")],
+                                        "repeats are found bottom-up"),
+    "place": ([("        if node.device is None:\n            node.device = devices.get(",
+                "        if True:\n            node.device = devices.get(")],
+              "placed on 'numpy' by hand and must stay there"),
+}
+
+
+def _solution_with(wrong):
+    """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
+    nb = nbformat.read(source_notebook(LAB), as_version=4)
+    for cell in nb.cells:
+        replacements, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([], ""))
+        for old, new in replacements:
+            assert cell.source.count(old) == 1, old
+            cell.source = cell.source.replace(old, new)
+    return nb
+
+
+def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
+    path = tmp_path / "wrong.ipynb"
+    nbformat.write(_solution_with(WRONG), path)
+    result = runner.grade_submission(path, LAB, "s", seed=11)
+    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    assert lost == dict(runner.test_cells(LAB))
+    outputs = {t.name: t.output for t in result.tests}
+    for fill_in, (_, phrase) in WRONG.items():
+        assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
+
+
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", LAB, "--reveal", "needs"]) == 0
+    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
+    inbox.parent.mkdir(parents=True)
+    nbformat.write(_solution_with(WRONG), inbox)
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    monkeypatch.setenv("AUTOGRADER_SEED", "11")
+    assert cli.main(["autograde", LAB]) == 0
+    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
+    with open(tmp_path / "grades.csv") as file:
+        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    assert score == 0
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
+        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
+        for cell in graded.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+    for fill_in, (_, phrase) in WRONG.items():
+        assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
+
+
+# -- the hidden checks alone ----------------------------------------------------------------------
+
+def _namespace(fill_in, replacements):
+    """The solution's names as a kernel has them once ``fill_in``'s cell ran, that cell with
+    ``replacements`` made (demo and test cells are not run)."""
+    namespace = {"__name__": "__main__"}
+    for cell in nbformat.read(source_notebook(LAB), as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
+        if (cell.cell_type != "code" or "demo" in cell.metadata.get("tags", [])
+                or grade_id.startswith("test_")):
+            continue
+        source = cell.source
+        for old, new in replacements if grade_id == fill_in else ():
+            assert source.count(old) == 1, old
+            source = source.replace(old, new)
+        exec(compile(source, f"<{grade_id or 'cell'}>", "exec"), namespace)
+        if grade_id == fill_in:
+            return namespace
+    raise LookupError(fill_in)
+
+
+def _verdict(fill_in, check, namespace, seed=11):
+    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
+    number = checks_of(LAB)[fill_in].index(check)
+    case = case_for(check, seed, fill_in, number)
+    probes.lab_probes(LAB)
+    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
+
+
+HIDDEN = [  # (fill-in, replacements, a check of it, a pattern of its message)
+    ("session_run", [("    results = [values[node] for node in nodes]",
+                      "    for node, value in values.items():\n        node.value = value\n"
+                      "    results = [values[node] for node in nodes]")],
+     session.session_feeds_check,
+     r"'error, labels_\d+, multiply \.\.\. hold values \(node.value\)'"),
+    ("session_run", [("            if node in values:\n                continue\n", "")],
+     session.session_once_check, r"got str 'computed s 3 times, a 2 times, b 2 times'"),
+    ("session_run", [("raise ValueError(f\"Placeholder '{node.name}' was not fed: put its value "
+                      "in \"\n" + " " * 37 + "f\"feed_dict, e.g. {{{node.name}: ...}}\")",
+                      "raise ValueError(\"a Placeholder was not fed\")")],
+     session.session_feeds_check, r"raised ValueError without naming 'labels_\d+'"),
+    ("session_run", [("if node.device is None:", "if True:")],
+     session.session_devices_check, r"\['backend calls, by device'\] should be a dict"),
+    ("gradients", WRONG["gradients"][0], gradients.CHECKS["gradients"][2],
+     r"\['gradient with respect to \w+'\] is wrong"),
+    ("sgd_update", WRONG["sgd_update"][0], gradients.sgd_not_in_place_check,
+     r"\[\"step 1 left the Variables' old arrays as they were\"\] should be True"),
+    ("classifier", [("mini.log_softmax(logits, axis=-1)",
+                     "mini.log(mini.softmax(logits, axis=-1))")],
+     classifier.classifier_loss_check, r"\['loss and its gradient, batch \d'\]\[0\] is wrong: "
+                                       r"expected \d+\.\d+, got inf"),
+    ("classifier", WRONG["classifier"][0], classifier.classifier_logits_check,
+     r"\['logits of batch 1 \(a graph of Variables and Placeholders\)'\] is wrong"),
+    ("fold_constants", WRONG["fold_constants"][0], passes._fold_check(16),
+     r"\['values after the Variables were assigned new values'\]"),
+    ("fold_constants", [('foldable = node.fun is not None and not getattr(node.fun, "stateful", '
+                         'False)', "foldable = node.fun is not None")],
+     passes.fold_stateful_check, r"\['calls of the stateful primitive while fold_constants ran'\] "
+                                 r"is wrong: expected 0, got 2"),
+    ("eliminate_common_subexpressions", [("elif node.fun is not None and not getattr(node.fun, "
+                                          "\"stateful\", False):", "elif node.fun is not None:")],
+     passes.cse_stateful_check, r"\['its calls in one run of the result'\] is wrong: expected 2, "
+                                r"got 1"),
+    ("eliminate_common_subexpressions", [("return node.fun, args, kwargs, node.device",
+                                          "return node.fun, args, kwargs")],
+     passes.signature_check,
+     r"\[\"tanh\(x\) on no device, tanh\(x\) on 'numpy'\"\] should be False"),
+    ("eliminate_common_subexpressions", WRONG["eliminate_common_subexpressions"][0],
+     passes.CHECKS["eliminate_common_subexpressions"][1],
+     r"\['nodes the fetches need after the pass'\] is wrong"),
+    ("place", WRONG["place"][0], passes.place_by_hand_check,
+     r"\['place\(\.\.\.\) returns'\]"),
+]
+
+
+@pytest.mark.parametrize("fill_in, replacements, check, message", HIDDEN,
+                         ids=[f"{fill_in}-{n}" for n, (fill_in, *_) in enumerate(HIDDEN)])
+def test_the_hidden_checks_catch_the_mistake_and_name_it(fill_in, replacements, check, message):
+    namespace = _namespace(fill_in, replacements)
+    if check not in checks_of(LAB)[fill_in]:
+        check = next(c for c in checks_of(LAB)[fill_in] if c.__name__ == check.__name__)
+    with pytest.raises(AssertionError, match=message):
+        _verdict(fill_in, check, namespace)
+
+
+def test_the_solution_passes_every_hidden_check_on_several_seeds():
+    namespace = _namespace("place", [])
+    for fill_in, checks in checks_of(LAB).items():
+        for check in checks:
+            for seed in (3, 4):
+                _verdict(fill_in, check, namespace, seed)
