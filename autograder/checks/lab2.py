@@ -10,12 +10,15 @@ with mini's reference (``mini.graph.toposort``, ``mini.graph.evaluate``,
 
 A topological order is not unique, so a toposort check does not compare orders: the student's
 order, as names, is turned here into a per-node report ("once, after all of its parents",
-"missing", "before its parent v07", ...), and mini's order into the same report.  ``evaluate`` is
-checked with a stand-in toposort that lists an order computed here (data, in the task), so that a
-wrong toposort does not cost the points of evaluate too; the adjoints are checked on a graph
-whose values were computed here.
+"missing", "before its parent v07", ...), and mini's order into the same report.  On a graph
+with a cycle, any node on the cycle is a right answer: the names in the error's message are read
+here as whole words, so the verdict does not depend on which one a sort happens to name.
+``evaluate`` is checked with a stand-in toposort that lists an order computed here (data, in the
+task), so that a wrong toposort does not cost the points of evaluate too; the adjoints are
+checked on a graph whose values were computed here.
 """
 import collections
+import re
 
 import numpy as np
 
@@ -107,15 +110,23 @@ def _parents(program):
             **{name: list(operands) for name, _, operands, _, _ in steps}}
 
 
-def cycle_report(observed, on_cycle):
-    """What ``toposort(end)`` did on a graph with a cycle, in words, from what the probe saw."""
+def cycle_report(observed, on_cycle, names):
+    """What ``toposort(end)`` did on a graph with a cycle, in words, from what the probe saw.
+
+    ``on_cycle`` lists the names of the nodes on the cycle, ``names`` every node's name in the
+    program's order.  A CycleError passes when its message names any node on the cycle, as a
+    whole word ("v1" is not named by a message about "v12")."""
     if "raised" in observed:
         kind, message = observed["raised"], observed["message"]
         if kind != "CycleError":
             return f"raised {kind} (expected CycleError): {message}"
-        if not any(name in message for name in on_cycle):
-            return (f"raised CycleError, but its message names no node on the cycle "
-                    f"({', '.join(sorted(on_cycle))}): {message!r}")
+        words = set(re.findall(r"\w+", message))
+        named = [name for name in names if name in words]
+        if not named:
+            return f"raised CycleError naming no node of the graph: {message!r}"
+        if not set(named) & set(on_cycle):
+            return (f"raised CycleError naming {', '.join(named)}, not on the cycle "
+                    f"({', '.join(on_cycle)})")
         return RAISED_AS_ASKED
     items = observed["items"]
     return (f"returned {observed['returned']} of {items if items is not None else '?'} items "
@@ -165,48 +176,71 @@ def check_toposort_long_chain(rng):
                           "Python's recursion limit here; the queue procedure is a loop)")
 
 
-def check_toposort_cycle(rng):
-    program = random_graph(rng, int(rng.integers(1, 3)), int(rng.integers(5, 20)), chain=True)
-    names, end = [name for name, _, _, _, _ in program[1]], _end(program)
-    # close a cycle: an early operation a now also reads a later one b that depends on it
-    i = int(rng.integers(0, len(names) - 1))
-    j = int(rng.integers(i + 1, len(names)))
-    a, b = names[i], names[j]
-    descendants_of_a = {n for n in names if a in ancestors(program, n)}
-    on_cycle = sorted(descendants_of_a & ancestors(program, b))
+def _cycle_case(program, reader, read, what):
+    """toposort on the program's graph with ``reader`` made to read ``read`` too, a node it
+    depends on (or itself): the nodes on a path from ``reader`` to ``read`` form a cycle, and
+    the nodes after ``read`` only depend on it."""
+    names, end = [name for name, _ in program[0]] + [step[0] for step in program[1]], _end(program)
+    on_cycle = [name for name in names
+                if reader in ancestors(program, name) and name in ancestors(program, read)]
 
     def reference():
         nodes = build(program, values=False)
-        nodes[a].parents = nodes[a].parents + (nodes[b],)
+        nodes[reader].parents = nodes[reader].parents + (nodes[read],)
         try:
             _graph.toposort(nodes[end])
         except _graph.CycleError as error:
-            return {"raised": "CycleError", "message": str(error)[:300]}
+            return {"raised": "CycleError", "message": str(error)}
         raise AssertionError("mini's toposort found no cycle")       # the check itself is wrong
 
-    return Case(what=f"toposort(end) on a graph of {_size(program)} nodes in which "
-                     f"{len(on_cycle)} nodes form a cycle",
+    return Case(what=f"toposort(end) on a graph of {_size(program)} nodes in which {what}",
                 probe="toposort_on_cycle",
-                inputs={"program": program, "end": end, "reader": a, "read": b},
-                interpret=lambda observed: cycle_report(observed, on_cycle),
-                expected=lambda: cycle_report(reference(), on_cycle),
+                inputs={"program": program, "end": end, "reader": reader, "read": read},
+                interpret=lambda observed: cycle_report(observed, on_cycle, names),
+                expected=lambda: cycle_report(reference(), on_cycle, names),
                 hint="when the queue runs dry before every node is processed, the rest are on a "
                      "cycle or depend on one: raise CycleError, and find a node ON the cycle by "
                      "walking from a left-over node to a left-over parent until a node repeats")
+
+
+def _chain_with_a_tail(rng):
+    """A chain of 10 to 19 operations and the place of a short cycle in its first third: the
+    operations it closes (positions i < j, at most 3 apart) leave at least 4 after it, which
+    only depend on the cycle (the end node among them)."""
+    program = random_graph(rng, int(rng.integers(1, 3)), int(rng.integers(10, 20)), chain=True)
+    i = int(rng.integers(0, len(program[1]) // 3))
+    return program, i, i + int(rng.integers(1, 4))
+
+
+def check_toposort_cycle(rng):
+    program, i, j = _chain_with_a_tail(rng)
+    steps = program[1]
+    # close a cycle: an early operation now also reads a later one that depends on it
+    return _cycle_case(program, steps[i][0], steps[j][0],
+                       f"{j - i + 1} nodes form a cycle and {len(steps) - 1 - j} nodes after it "
+                       "only depend on it")
+
+
+def check_toposort_self_loop(rng):
+    program, i, _ = _chain_with_a_tail(rng)
+    steps = program[1]
+    return _cycle_case(program, steps[i][0], steps[i][0],
+                       f"{steps[i][0]} reads itself (a cycle of one node) and "
+                       f"{len(steps) - 1 - i} nodes after it only depend on it")
 
 
 # ---------------------------------------------------------------------------------------------
 # evaluate
 # ---------------------------------------------------------------------------------------------
 
-def _evaluate_case(program, what, stale=False):
+def _evaluate_case(program, what, stale=False, last_first=()):
     end = _end(program)
     order = _reference_order(program, end)
     new_inputs = {name: np.asarray(value) * 0.5 + 0.25 for name, value in program[0]}
     run = (program[0] if not stale else list(new_inputs.items()), program[1])
 
     def values_after_evaluate():
-        nodes = build(run)
+        nodes = build(run, last_first=last_first)
         returned = _graph.evaluate(nodes[end])
         return {"returned value": returned, **{f"node {name}": nodes[name].value for name in order}}
 
@@ -218,7 +252,7 @@ def _evaluate_case(program, what, stale=False):
 
     return Case(what=what, probe="evaluate_values",
                 inputs={"program": run, "end": end, "order": order,
-                        "stale": old_values() if stale else {}},
+                        "stale": old_values() if stale else {}, "last_first": list(last_first)},
                 expected=values_after_evaluate, rtol=1e-9, atol=1e-12,
                 hint="in toposort's order, compute each operation node as node.fun(*args, "
                      "**node.kwargs), where args is a copy of node.args with parents[k].value put "
@@ -250,6 +284,17 @@ def check_evaluate_recomputes(rng):
                                    "nodes still hold old values)", stale=True)
 
 
+def check_evaluate_parents_out_of_argument_order(rng):
+    inputs, steps = _evaluation_graph(rng)
+    last, end = steps[-1][0], f"v{len(steps) + 1}"
+    program = inputs, steps + [(end, "subtract", [last, "x1"], {}, {})]
+    two_parents = [name for name, _, operands, _, _ in program[1] if len(set(operands)) == 2]
+    return _evaluate_case(program, f"evaluate(end) on a random graph of {_size(program)} nodes "
+                                   "in which every node with two parents lists them last argument "
+                                   f"first (end = subtract({last}, x1) has parents [x1, {last}] "
+                                   "and parent_argnums [1, 0])", last_first=two_parents)
+
+
 # ---------------------------------------------------------------------------------------------
 # The running example, f = x1 + exp(w1 x1 + w2 x2) with the parameters as nodes (L05 slides 13-19)
 # ---------------------------------------------------------------------------------------------
@@ -276,49 +321,60 @@ def running_example(*values):
 
 
 def described(nodes):
-    """The nodes of a running example after mini's evaluate, in the words of the checks."""
-    _graph.evaluate(nodes["x7"])
+    """The nodes of a running example, computed by mini, in the words of the checks."""
+    _compute(nodes)
     key_of = {id(node): key for key, node in nodes.items()}
     return {key: {"name": str(node.name),
-                  "fun": f"mini.{node.fun.__name__}" if node.fun else "none (an input node)",
+                  "fun": _fun_text(node.fun.__name__ if node.fun else None),
                   "reads": ", ".join(sorted(key_of[id(p)] for p in node.parents)) or "nothing",
                   "value": node.value}
             for key, node in nodes.items()}
 
 
+def _compute(nodes):
+    """Each operation node of a running example computed by mini from its parents, in the
+    table's order (an operation that raises holds its error, in words)."""
+    for key in EXAMPLE_KEYS:
+        node = nodes[key]
+        if node.fun is not None:
+            try:
+                node.value = node.fun(*node.vjp_operands()[1], **node.kwargs)
+            except Exception as error:      # the student's wiring does not compute
+                node.value = f"computing it raised {type(error).__name__}: {error}"
+
+
 def rebuilt_example(built):
-    """The student's graph as the probe described it, rebuilt here with mini's Nodes to be
-    evaluated by mini's evaluate (a node reading one outside the dict, or a primitive that is not
-    mini's, is described without evaluating)."""
+    """The student's graph as the probe described it, rebuilt here with mini's Nodes and
+    computed by mini.  A node reading one outside the dict reads an empty node instead; a fun
+    that is not mini's primitive is not called (the node's description differs already)."""
     if not isinstance(built, dict) or set(built) != set(EXAMPLE_KEYS):
         raise ValueError("the description has other keys than the running example's")
-    nodes = {}
-    for key in EXAMPLE_KEYS:            # inputs first, then operations in the table's order
-        node = built[key]
-        fun = node["fun"]
-        if fun is not None and (not isinstance(fun, str) or fun.startswith("not mini's")
-                                or not isinstance(getattr(mini, fun, None), mini.primitives.Primitive)):
-            return _as_given(built, f"{fun!r}, which is not one of mini's primitives")
-        if not all(parent in nodes for parent in node["parents"]):
-            return _as_given(built, None)
-        parents = [nodes[parent] for parent in node["parents"]]
-        args = list(node["args"])
-        nodes[key] = _graph.Node(node["value"] if fun is None else None,
-                                 getattr(mini, fun) if fun else None, tuple(args), {}, parents,
-                                 node["parent_argnums"], name=node["name"])
-    try:
-        return described(nodes)
-    except Exception as error:          # the student's wiring does not compute
-        return {"evaluating the graph": f"raised {type(error).__name__}: {error}"}
-
-
-def _as_given(built, wrong_fun):
-    """A description that cannot be evaluated here: it differs from the expected one anyway."""
-    return {key: {"name": node["name"],
-                  "fun": wrong_fun if wrong_fun and node["fun"] else
-                  (f"mini.{node['fun']}" if node["fun"] else "none (an input node)"),
+    nodes = {key: _graph.Node(node["value"] if node["fun"] is None else None,
+                              _primitive(node["fun"]), tuple(node["args"]), dict(node["kwargs"]),
+                              (), node["parent_argnums"], name=node["name"])
+             for key, node in built.items()}
+    for key, node in nodes.items():
+        node.parents = tuple(nodes[parent] if parent in nodes else _graph.Node(name=parent)
+                             for parent in built[key]["parents"])
+    _compute(nodes)
+    return {key: {"name": node["name"], "fun": _fun_text(node["fun"]),
                   "reads": ", ".join(sorted(map(str, node["parents"]))) or "nothing",
-                  "value": node["value"]} for key, node in built.items()}
+                  "value": nodes[key].value} for key, node in built.items()}
+
+
+def _primitive(name):
+    """mini's primitive called ``name``, or None."""
+    fun = getattr(mini, name, None) if isinstance(name, str) else None
+    return fun if isinstance(fun, mini.primitives.Primitive) else None
+
+
+def _fun_text(name):
+    """A node's fun in the checks' words, from its name (as the probe gives it)."""
+    if name is None:
+        return "none (an input node)"
+    if _primitive(name) is not None:
+        return f"mini.{name}"
+    return f"{name}, which is not one of mini's primitives"
 
 
 def _example_point(rng):
@@ -439,8 +495,9 @@ CHECKS = {
     "build_running_example": [check_running_example, check_running_example_again],
     "running_example_adjoints": [check_running_example_adjoints],
     "toposort": [check_toposort_random_dag, check_toposort_one_path, check_toposort_long_chain,
-                 check_toposort_cycle],
-    "evaluate": [check_evaluate_random_dag, check_evaluate_recomputes],
+                 check_toposort_cycle, check_toposort_self_loop],
+    "evaluate": [check_evaluate_random_dag, check_evaluate_recomputes,
+                 check_evaluate_parents_out_of_argument_order],
     "quiz_graph": [check_quiz_graph],
     "quiz_values": [check_quiz_values],
 }

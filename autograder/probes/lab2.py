@@ -17,15 +17,22 @@ from autograder.probes import probe
 from autograder.probes.programs import run_steps
 
 TIME_LIMIT_S = 10
+MESSAGE_LENGTH = 2000
+"""How much of a raised error's message a probe reports."""
 
 
-def build(program, values=True):
-    """{name: Node} for a program; inputs carry their value when ``values`` is true."""
+def build(program, values=True, last_first=()):
+    """{name: Node} for a program; inputs carry their value when ``values`` is true.  The nodes
+    named in ``last_first`` list their parents last argument first (``parents`` and
+    ``parent_argnums`` reversed together: the same operation on the same arguments)."""
     inputs, steps = program
     nodes = run_steps(steps, {name: mini.Node(np.array(value) if values else None, name=name)
                               for name, value in inputs}, _operation_node)
     for name, _, _, _, _ in steps:
         nodes[name].name = name
+    for name in last_first:
+        node = nodes[name]
+        node.parents, node.parent_argnums = node.parents[::-1], node.parent_argnums[::-1]
     return nodes
 
 
@@ -95,17 +102,18 @@ def toposort_on_cycle(student, grader, program, end, reader, read):
         with time_limit(TIME_LIMIT_S, "toposort on a graph with a cycle"):
             order = student.toposort(nodes[end])
     except Exception as error:          # the error is what is being checked
-        return {"raised": type(error).__name__, "message": str(error)[:300]}
+        return {"raised": type(error).__name__, "message": str(error)[:MESSAGE_LENGTH]}
     return {"returned": type(order).__name__,
             "items": len(order) if hasattr(order, "__len__") else None}
 
 
 @probe
-def evaluate_values(student, grader, program, end, order, stale):
-    """The student's evaluate on the program's graph, with a toposort that lists ``order`` (the
-    names the grader sorted) for the end node; ``stale`` values put on operation nodes first.
-    Returns what evaluate returned and every listed node's value afterwards."""
-    nodes = build(program)
+def evaluate_values(student, grader, program, end, order, stale, last_first):
+    """The student's evaluate on the program's graph (the nodes in ``last_first`` listing their
+    parents last argument first), with a toposort that lists ``order`` (the names the grader
+    sorted) for the end node; ``stale`` values put on operation nodes first.  Returns what
+    evaluate returned and every listed node's value afterwards."""
+    nodes = build(program, last_first=last_first)
     for name, value in stale.items():
         nodes[name].value = value
 
@@ -117,7 +125,7 @@ def evaluate_values(student, grader, program, end, order, stale):
 
     with student.using(toposort=listed_order):
         returned = student.evaluate(nodes[end])
-    return {"returned value": returned,
+    return {"returned value": _number(returned),
             **{f"node {name}": _number(nodes[name].value) for name in order}}
 
 
@@ -147,21 +155,24 @@ def running_example_built(student, grader, point, keys):
                   "fun": _primitive_name(node.fun),
                   "parents": [key_of.get(id(parent), f"a node outside the dict ({parent.name})")
                               for parent in node.parents],
-                  "parent_argnums": [int(argnum) for argnum in node.parent_argnums],
+                  "parent_argnums": [_constant(argnum) for argnum in node.parent_argnums],
                   "args": [_constant(arg) for arg in node.args],
-                  "kwargs": repr(sorted(node.kwargs.items())),
+                  "kwargs": {str(key): _constant(value) for key, value in node.kwargs.items()},
                   "value": _number(node.value) if node.value is not None else None}
             for key, node in ((key, nodes[key]) for key in keys)}
 
 
 def _primitive_name(fun):
+    """The name of mini's primitive ``fun``; any other function's name in quotes."""
     if fun is None:
         return None
     name = getattr(fun, "__name__", type(fun).__name__)
-    return name if getattr(mini, name, None) is fun else f"not mini's: {name!r}"
+    return name if getattr(mini, name, None) is fun else repr(name)[:80]
 
 
 def _constant(arg):
+    if isinstance(arg, np.integer):
+        return int(arg)
     return arg if arg is None or isinstance(arg, (int, float)) else repr(arg)[:80]
 
 
@@ -175,7 +186,11 @@ def running_example_adjoints(student, grader, structure, values):
         nodes[name] = mini.Node(values[name], getattr(mini, fun), (None,) * len(parents),
                                 parents=[nodes[p] for p in parents],
                                 parent_argnums=range(len(parents)), name=name)
-    return student.running_example_adjoints(nodes)
+    adjoints = student.running_example_adjoints(nodes)
+    if not isinstance(adjoints, dict):
+        return _number(adjoints)
+    return {key if isinstance(key, str) else repr(key)[:80]: _number(value)
+            for key, value in adjoints.items()}
 
 
 @probe

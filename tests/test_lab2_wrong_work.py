@@ -1,0 +1,259 @@
+"""Lab 2's checks catch the mistakes students make, and say which.
+
+Each wrong version below replaces one fill-in's answer in the solution notebook.  One notebook
+holds a wrong version of every fill-in: no check of one calls another's (``evaluate`` gets its
+order from a stand-in, the adjoints a graph the grader evaluated), so each costs its own test
+cell's points and nothing else.  Both grading paths grade it.  The hidden checks are also run
+directly on the two mistakes that once scored full marks: an ``evaluate`` that fills the
+placeholders in the order of ``parents`` instead of at ``parent_argnums``, and a cycle report
+that names a node only depending on the cycle; and on correct sorts whose report names whichever
+node of the cycle their sets give first, which pass on every seed.
+"""
+import csv
+import re
+from collections import deque
+
+import nbformat
+import pytest
+
+from autograder import cli, probes, runner
+from autograder.checks import answer, case_for, checks_of, lab2, verify
+from autograder.runner import source_notebook
+from mini.graph import CycleError
+
+LAB = "lab2_graphs"
+
+SECOND_X1_NODE = """
+    inputs = {key: Node(value, name=key) for key, value in
+              {"x1": x1, "x2": x2, "w1": w1, "w2": w2}.items()}
+    x3 = Node(None, mini.multiply, (None, None), parents=[inputs["w1"], inputs["x1"]],
+              parent_argnums=[0, 1], name="x3")
+    x4 = Node(None, mini.multiply, (None, None), parents=[inputs["w2"], inputs["x2"]],
+              parent_argnums=[0, 1], name="x4")
+    x5 = Node(None, mini.add, (None, None), parents=[x3, x4], parent_argnums=[0, 1], name="x5")
+    x6 = Node(None, mini.exp, (None,), parents=[x5], parent_argnums=[0], name="x6")
+    x7 = Node(None, mini.add, (None, None), parents=[Node(x1, name="x1"), x6],   # a second x1
+              parent_argnums=[0, 1], name="x7")
+    return {**inputs, "x3": x3, "x4": x4, "x5": x5, "x6": x6, "x7": x7}
+"""
+ONE_PATH_TO_X1 = """
+    v = {key: node.value for key, node in nodes.items()}
+    bar = {"x7": 1.0}
+    bar["x6"] = bar["x7"]
+    bar["x5"] = bar["x6"] * v["x6"]
+    bar["x3"] = bar["x5"]
+    bar["x4"] = bar["x5"]
+    bar["w1"] = bar["x3"] * v["x1"]
+    bar["w2"] = bar["x4"] * v["x2"]
+    bar["x1"] = bar["x3"] * v["w1"]                # x7 reads x1 too: its share is missing
+    bar["x2"] = bar["x4"] * v["w2"]
+    return {key: float(value) for key, value in bar.items()}
+"""
+ONE_STEP_FROM_THE_END = """
+    from collections import deque
+
+    nodes, stack = [end_node], [end_node]
+    while stack:
+        for parent in stack.pop().parents:
+            if parent not in nodes:
+                nodes.append(parent)
+                stack.append(parent)
+    waiting = {node: len(node.parents) for node in nodes}
+    readers = {node: [] for node in nodes}
+    for node in nodes:
+        for parent in node.parents:
+            readers[parent].append(node)
+    queue = deque(node for node in nodes if waiting[node] == 0)
+    order = []
+    while queue:
+        node = queue.popleft()
+        order.append(node)
+        for reader in readers[node]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                queue.append(reader)
+    if len(order) < len(nodes):
+        stuck = [node for node in nodes if waiting[node] > 0]      # the end node first
+        node = next(parent for parent in stuck[0].parents if waiting[parent] > 0)   # one step
+        raise CycleError(f"the graph has a cycle through node {node.name}")
+    return order
+"""
+PLACEHOLDERS_IN_PARENT_ORDER = """
+    for node in toposort(end_node):
+        if node.fun is None:
+            continue
+        parents = iter(node.parents)                   # the k-th None gets the k-th parent
+        args = [next(parents).value if arg is None else arg for arg in node.args]
+        node.value = node.fun(*args, **node.kwargs)
+    return end_node.value
+"""
+
+# fill-in -> (its solution block, a phrase of the message)
+WRONG = {
+    "build_running_example": (SECOND_X1_NODE, "a node outside the dict (x1)"),
+    "running_example_adjoints": (ONE_PATH_TO_X1, "the adjoint of x1 misses a path"),
+    "toposort": (ONE_STEP_FROM_THE_END, "not on the cycle"),
+    "evaluate": (PLACEHOLDERS_IN_PARENT_ORDER,
+                 "put each parent's value at the position parent_argnums gives for it"),
+    "quiz_graph": ("""
+quiz_nodes = 4                                    # the operations only
+quiz_edges = 8
+quiz_order = ["a", "b", "c", "d", "e", "f"]
+""", "the result['quiz_nodes'] is wrong: expected 6, got 4"),
+    "quiz_values": ("""
+quiz_value_e = 30.0
+quiz_grad_a = 5.0 * 3.0                           # the path through c only
+""", "ADD the two paths"),
+}
+
+
+def _solution_with(wrong):
+    """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
+    nb = nbformat.read(source_notebook(LAB), as_version=4)
+    for cell in nb.cells:
+        block, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None, None))
+        if block:
+            cell.source, replaced = re.subn(
+                r"(?<=### BEGIN SOLUTION\n).*?(?=\s*### END SOLUTION)",
+                lambda match: block.strip("\n"), cell.source, flags=re.S)
+            assert replaced == 1, "one solution block per fill-in"
+    return nb
+
+
+def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
+    path = tmp_path / "wrong.ipynb"
+    nbformat.write(_solution_with(WRONG), path)
+    result = runner.grade_submission(path, LAB, "s", seed=11)
+    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    assert lost == dict(runner.test_cells(LAB))
+    outputs = {t.name: t.output for t in result.tests}
+    for fill_in, (_, phrase) in WRONG.items():
+        assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
+
+
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", LAB]) == 0
+    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
+    inbox.parent.mkdir(parents=True)
+    nbformat.write(_solution_with(WRONG), inbox)
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    monkeypatch.setenv("AUTOGRADER_SEED", "11")
+    assert cli.main(["autograde", LAB]) == 0
+    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
+    with open(tmp_path / "grades.csv") as file:
+        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    assert score == 0
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
+        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
+        for cell in graded.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+    for fill_in, (_, phrase) in WRONG.items():
+        assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
+
+
+def _verdict(fill_in, check, namespace, seed=11):
+    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
+    number = checks_of(LAB)[fill_in].index(check)
+    case = case_for(check, seed, fill_in, number)
+    probes.lab_probes(LAB)
+    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
+
+
+def _namespace(name, block):
+    """A notebook's namespace in which the fill-in ``name`` has ``block`` as its body."""
+    header = next(cell.source.partition("    ### BEGIN SOLUTION")[0]
+                  for cell in nbformat.read(source_notebook(LAB), as_version=4).cells
+                  if cell.metadata.get("nbgrader", {}).get("grade_id") == name)
+    namespace = {"CycleError": CycleError}
+    exec(header + block, namespace)
+    return namespace
+
+
+def test_the_hidden_checks_catch_placeholders_filled_in_the_order_of_parents():
+    namespace = _namespace("evaluate", PLACEHOLDERS_IN_PARENT_ORDER)
+    for check in (lab2.check_evaluate_random_dag, lab2.check_evaluate_recomputes):
+        _verdict("evaluate", check, namespace)          # parents listed in argument order
+    with pytest.raises(AssertionError, match=r"every node with two parents lists them last argument first .*"
+                                             r"parent_argnums \[1, 0\]\): the result"):
+        _verdict("evaluate", lab2.check_evaluate_parents_out_of_argument_order, namespace)
+
+
+CYCLE_CHECKS = (lab2.check_toposort_cycle, lab2.check_toposort_self_loop)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_hidden_checks_catch_a_cycle_report_naming_a_node_after_the_cycle(seed):
+    namespace = _namespace("toposort", ONE_STEP_FROM_THE_END)
+    for check in CYCLE_CHECKS:
+        with pytest.raises(AssertionError, match=r"naming v\d+, not on the cycle \(v"):
+            _verdict("toposort", check, namespace, seed)
+
+
+def _sorted_and_left_over(end_node):
+    """The queue procedure on a set of nodes: the order, and the nodes left over."""
+    nodes, stack = {end_node}, [end_node]
+    while stack:
+        for parent in stack.pop().parents:
+            if parent not in nodes:
+                nodes.add(parent)
+                stack.append(parent)
+    waiting = {node: len(node.parents) for node in nodes}
+    readers = {node: [] for node in nodes}
+    for node in nodes:
+        for parent in node.parents:
+            readers[parent].append(node)
+    queue, order = deque(node for node in nodes if not node.parents), []
+    while queue:
+        order.append(queue.popleft())
+        for reader in readers[order[-1]]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                queue.append(reader)
+    return order, {node for node in nodes if waiting[node] > 0}
+
+
+def _walk(left_over, node):
+    """The nodes visited from ``node`` along left-over parents until one repeats, and that one."""
+    path = []
+    while node not in path:
+        path.append(node)
+        node = next(parent for parent in node.parents if parent in left_over)
+    return path, node
+
+
+def _repeated_node(end_node):
+    order, left_over = _sorted_and_left_over(end_node)
+    if left_over:
+        _, node = _walk(left_over, next(iter(left_over)))     # whichever the set gives first
+        raise CycleError(f"the graph has a cycle through {node!r}")
+    return order
+
+
+def _whole_cycle(end_node):
+    order, left_over = _sorted_and_left_over(end_node)
+    if left_over:
+        path, node = _walk(left_over, max(left_over, key=id))      # the one last in memory
+        cycle = path[path.index(node):]
+        raise CycleError(f"these nodes form a cycle: {' <- '.join(n.name for n in cycle)}; "
+                         f"{len(left_over) - len(cycle)} more depend on it")
+    return order
+
+
+@pytest.mark.parametrize("sort", [_repeated_node, _whole_cycle])
+def test_any_node_on_the_cycle_passes_on_every_seed(sort):
+    for seed in range(100):
+        for check in CYCLE_CHECKS:
+            _verdict("toposort", check, {"toposort": sort}, seed)
+
+
+def test_a_name_in_a_cycle_report_is_read_as_a_whole_word():
+    names = ["x1", "v1", "v2", "v12"]
+    raised = {"raised": "CycleError", "message": "the graph has a cycle through node v12"}
+    assert lab2.cycle_report(raised, ["v1", "v2"], names) == \
+        "raised CycleError naming v12, not on the cycle (v1, v2)"
+    raised["message"] = "the graph has a cycle through <Node v2>"
+    assert lab2.cycle_report(raised, ["v1", "v2"], names) == lab2.RAISED_AS_ASKED
