@@ -202,6 +202,7 @@ def _names(source, context):
     names = {name for node in ast.walk(tree) if isinstance(node, ast.Global)
              for name in node.names}
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
     todo = list(tree.body)
     while todo:
         node = todo.pop()
@@ -213,6 +214,11 @@ def _names(source, context):
             if not isinstance(node, ast.Lambda):
                 names.add(node.name)
                 todo.extend(node.decorator_list)
+        elif isinstance(node, comprehensions):      # its loop variables are its own (a := is not)
+            todo.extend(child for child in ast.iter_child_nodes(node)
+                        if not isinstance(child, ast.comprehension))
+            todo.extend(part for generator in node.generators
+                        for part in (generator.iter, *generator.ifs))
         else:
             todo.extend(ast.iter_child_nodes(node))
     return names

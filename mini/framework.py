@@ -25,6 +25,7 @@ repeated operations (``Session(optimize=True)`` runs the result), and every Oper
 """
 import contextlib
 import itertools
+import threading
 
 import numpy as np
 
@@ -55,31 +56,34 @@ class Graph:
 
     @contextlib.contextmanager
     def as_default(self):
-        """Build new nodes in this graph inside a ``with`` block."""
-        global _default_graph
-        previous, _default_graph = _default_graph, self
+        """Build new nodes in this graph inside a ``with`` block (in this thread)."""
+        previous, _defaults.graph = _defaults.graph, self
         try:
             yield self
         finally:
-            _default_graph = previous
+            _defaults.graph = previous
 
     def __repr__(self):
         return f"<Graph {self.id}>"
 
 
-_default_graph = Graph()
-_default_device = None
+class _Defaults(threading.local):
+    """Where new nodes go and where they run, for the thread that builds them: a ``with`` block
+    in one thread does not move another's nodes (TensorFlow keeps its default graph per thread
+    for the same reason).  ``graph`` None is the process's graph, ``device`` None the backend
+    in use when a Session runs the node."""
+
+    graph = None
+    device = None
+
+
+_defaults = _Defaults()
+_process_graph = Graph()
 
 
 def get_default_graph():
-    return _default_graph
-
-
-def reset_default_graph():
-    """Start a fresh default graph (old nodes keep working in their own graph)."""
-    global _default_graph
-    _default_graph = Graph()
-    return _default_graph
+    """The graph new nodes go into in this thread."""
+    return _defaults.graph or _process_graph
 
 
 class Tensor(Node, TracedArray):
@@ -93,8 +97,8 @@ class Tensor(Node, TracedArray):
 
     def __init__(self, value=None, fun=None, args=(), kwargs=None, parents=(), parent_argnums=(),
                  name=None, graph=None):
-        self.graph = graph or _default_graph
-        self.device = _default_device
+        self.graph = graph or get_default_graph()
+        self.device = _defaults.device
         self.graph.size += 1
         super().__init__(value, fun, args, kwargs, parents, parent_argnums,
                          self.graph.unique_name(name or type(self).__name__))
@@ -202,7 +206,7 @@ class Session:
     """
 
     def __init__(self, graph=None, optimize=False):
-        self.graph = graph or _default_graph
+        self.graph = graph or get_default_graph()
         self.optimize = optimize
         self._plans = {}     # fetched nodes -> (nodes to compute, in order; what stands for each
         #                      fetch): a graph never changes below a node once built, so the plan
@@ -306,13 +310,12 @@ class GradientDescentOptimizer:
 def device(name):
     """Operations built inside the ``with`` block are computed on backend ``name`` (like
     ``tf.device``); ``device(None)`` lets them follow the backend in use."""
-    global _default_device
     _check_device(name)
-    previous, _default_device = _default_device, name
+    previous, _defaults.device = _defaults.device, name
     try:
         yield name
     finally:
-        _default_device = previous
+        _defaults.device = previous
 
 
 @answer("lab4", "place")

@@ -140,31 +140,27 @@ def draw_backward_graph(end_node, gradients, values=None, title=None):
     shown in its box.  Returns the matplotlib Figure.
     """
     forward, stand_in = set(toposort(end_node)), {}
-    for node in toposort_all([end_node, *gradients]):
-        name = getattr(node.fun, "__name__", None)
-        if values is not None and name in SHAPE_ONLY and node in values and \
-                np.shape(values[node]) == np.shape(values.get(node.parents[0])):
-            stand_in[node] = stand_in[node.parents[0]]
-            continue
-        numbers = [f"{arg:g}" for i, arg in enumerate(node.args) if i not in node.parent_argnums
-                   and isinstance(arg, (int, float, np.number))]
-        label = node.label + (f" [{', '.join(numbers)}]" if numbers else "")
-        stand_in[node] = Node((values or {}).get(node), node.fun, node.args, node.kwargs,
-                              [stand_in[parent] for parent in node.parents], node.parent_argnums,
-                              label)
+    for end in [end_node, *gradients]:
+        for node in toposort(end):
+            if node not in stand_in:
+                stand_in[node] = _drawn(node, stand_in, values)
     return draw_graph([stand_in[end_node]] + [stand_in[g] for g in gradients], title=title,
                       backward={stand_in[n] for n in stand_in if n not in forward})
 
 
-def toposort_all(end_nodes):
-    """One topological order of everything ``end_nodes`` depend on, each node once."""
-    seen, order = set(), []
-    for end in end_nodes:
-        for node in toposort(end):
-            if node not in seen:
-                seen.add(node)
-                order.append(node)
-    return order
+def _drawn(node, stand_in, values):
+    """The node that stands for ``node`` in the picture (``stand_in`` holds its parents'): its
+    parent's, for a node that only fixes a shape already right; else a copy labelled with the
+    numbers written into it."""
+    name = getattr(node.fun, "__name__", None)
+    if values is not None and name in SHAPE_ONLY and node in values and \
+            np.shape(values[node]) == np.shape(values.get(node.parents[0])):
+        return stand_in[node.parents[0]]
+    numbers = [f"{arg:g}" for i, arg in enumerate(node.args) if i not in node.parent_argnums
+               and isinstance(arg, (int, float, np.number))]
+    label = node.label + (f" [{', '.join(numbers)}]" if numbers else "")
+    return Node((values or {}).get(node), node.fun, node.args, node.kwargs,
+                [stand_in[parent] for parent in node.parents], node.parent_argnums, label)
 
 
 def node_text(node, grads=None):

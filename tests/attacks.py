@@ -20,6 +20,7 @@ import mini
 import mini.framework  # noqa: F401 (every module that marks answers)
 import mini.kernels.sparse  # noqa: F401
 import mini.nn  # noqa: F401
+from autograder.labs import LABS, needs, withheld_marks
 from mini.answers import ANSWERS
 
 SEARCH = r'''
@@ -49,7 +50,7 @@ def search_objects():
             if isinstance(module, str) and module.startswith(("autograder.checks",
                                                               "autograder.hidden")):
                 FOUND["grader objects"].append(repr(obj)[:80])
-            elif callable(getattr(obj, "expected", None)) or callable(getattr(obj, "stand_ins", None)):
+            elif has_callable(obj, "expected") or has_callable(obj, "stand_ins"):
                 FOUND["grader objects"].append(repr(obj)[:80])
             elif isinstance(obj, types.FunctionType) and not notebooks_own(obj.__code__):
                 for code in codes(obj.__code__):
@@ -58,12 +59,16 @@ def search_objects():
         except Exception:
             continue
 
+def has_callable(obj, name):   # its own attribute (not one made up on request, as some do)
+    own = getattr(obj, "__dict__", None)
+    return isinstance(own, dict) and callable(own.get(name))
+
 def walk_frames(frame, event, arg):
     while frame is not None:
         for name, value in list(frame.f_locals.items()):
-            if callable(getattr(value, "expected", None)) or (
+            if has_callable(value, "expected") or (
                     isinstance(value, (list, tuple)) and value
-                    and callable(getattr(value[0], "expected", None))):
+                    and has_callable(value[0], "expected")):
                 FOUND["frames"].append(f"{frame.f_code.co_name}:{name}")
         frame = frame.f_back
 
@@ -98,11 +103,15 @@ print("ATTACK " + json.dumps({key: sorted(set(value)) for key, value in FOUND.it
 '''
 
 
-def answer_fingerprints():
+def answer_fingerprints(lab):
     """The fingerprints (as the attack computes them) of the code of every answer of the full
-    mini: functions, primitives' functions, methods of marked classes, registered derivatives."""
+    mini that ``lab``'s edition withholds: functions, primitives' functions, methods of marked
+    classes, registered derivatives."""
+    withheld, also = withheld_marks(name for name in LABS if name not in needs(lab))
     found = set()
-    for things in ANSWERS.values():
+    for mark, things in ANSWERS.items():
+        if mark[0] not in withheld and mark not in also:
+            continue
         for thing in things:
             for code in _codes_of(thing):
                 found.update(_fingerprints(code))
@@ -135,16 +144,16 @@ def attacker(released_notebook):
     code cell and the report cell at its end."""
     nb = nbformat.read(released_notebook, as_version=4)
     first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
-    setup = f"ANSWER_CODES = set({answer_fingerprints()!r})\n"
+    setup = f"ANSWER_CODES = set({answer_fingerprints(released_notebook.stem)!r})\n"
     nb.cells.insert(first + 1, nbformat.v4.new_code_cell(setup + SEARCH + HOOKS))
     nb.cells.append(nbformat.v4.new_code_cell(REPORT))
     return nb
 
 
-def searched(nb):
-    """``nb`` (an honest notebook) with the search at its end, after every check has run: what a
-    student's process holds once it has done its work."""
-    setup = f"ANSWER_CODES = set({answer_fingerprints()!r})\n"
+def searched(nb, lab):
+    """``nb`` (an honest notebook of ``lab``) with the search at its end, after every check has
+    run: what a student's process holds once it has done its work."""
+    setup = f"ANSWER_CODES = set({answer_fingerprints(lab)!r})\n"
     nb.cells.append(nbformat.v4.new_code_cell(setup + SEARCH + REPORT))
     return nb
 

@@ -33,7 +33,7 @@ def _write(folder, lab, layout="flat"):
                   else folder / student / lab / f"{lab}.ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = (attacks.attacker(ROOT / "labs" / lab / f"{lab}.ipynb") if kind is None
-              else attacks.searched(samples.make(kind, lab, ROOT / "labs")))
+              else attacks.searched(samples.make(kind, lab, ROOT / "labs"), lab))
         nbformat.write(nb, target)
 
 

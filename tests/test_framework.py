@@ -401,3 +401,26 @@ def test_equal_constants_are_merged_and_then_what_reads_them(graph):
     ends = fw.eliminate_common_subexpressions([x * a, x * b, x * c])
     assert ends[0] is ends[1] is not ends[2]
     assert len(fw.prune(ends)) == 5
+
+
+def test_each_thread_builds_in_its_own_default_graph_and_device():
+    """A ``with graph.as_default()`` or ``with device(...)`` in one thread (a grader computing
+    one check while another computes the next) moves no node another thread builds."""
+    import threading
+    barrier, seen = threading.Barrier(2), {}
+
+    def build(name):
+        with fw.Graph().as_default() as graph, fw.device("numpy"):
+            barrier.wait()                   # both threads are inside their blocks now
+            node = fw.Placeholder((), name) * 2.0
+            barrier.wait()
+            seen[name] = (node.graph is graph, node.device, graph)
+
+    threads = [threading.Thread(target=build, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen["a"][:2] == seen["b"][:2] == (True, "numpy") and seen["a"][2] is not seen["b"][2]
+    outside = fw.Placeholder((), "outside")
+    assert outside.graph is fw.get_default_graph() and outside.device is None

@@ -11,7 +11,7 @@ import mini
 from mini import framework as fw
 from mini.autodiff import Box
 from mini.graph import Node
-from mini.viz import draw_backward_graph, draw_graph, layers, plot_history, toposort_all
+from mini.viz import draw_backward_graph, draw_graph, layers, plot_history
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -108,7 +108,7 @@ def test_backward_graph_beside_the_forward_one_coloured_without_identities():
         x1, x2 = fw.Placeholder((), "x1"), fw.Placeholder((), "x2")
         f = x1 + mini.exp(1.5 * x1 + 2.0 * x2)
         grads = fw.gradients(f, [x1, x2])
-    nodes = toposort_all([f, *grads])
+    nodes = list(dict.fromkeys(node for end in [f, *grads] for node in mini.toposort(end)))
     values = dict(zip(nodes, fw.Session(f.graph).run(nodes, {x1: 3.0, x2: 0.5})))
     figure = draw_backward_graph(f, grads, values)
     texts = {t.get_text().split("\n")[0]: t for t in labelled_texts(figure)}

@@ -207,4 +207,4 @@ def _describe(value):
         return f"a sequence of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
         return f"a dict with keys {_keys(value)}"
-    return f"{type(value).__name__} {value!r:.80}"
+    return f"{type(value).__name__} {value!r:.300}"
