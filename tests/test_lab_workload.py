@@ -18,7 +18,7 @@ from autograder.checks import LABS  # noqa: E402
 
 SHORT = 2                                    # lines: a fill-in this short is a formula, not a build
 MOST_POINTS_ON_SHORT = 10                    # percent of a lab's points
-LEAST_LINES = {"lab3_autodiff": 120, "lab4_framework": 120}
+LEAST_LINES = {"lab3_autodiff": 120, "lab4_framework": 110}    # lab 4: rebuilt is given plumbing
 
 
 def solution_blocks(source):
