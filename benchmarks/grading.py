@@ -42,7 +42,8 @@ def main():
            "MINI_RELEASE_DIR": str(root / "release"), "OPENBLAS_NUM_THREADS": "1"}
     try:
         base = root / "base"
-        run([sys.executable, "-m", "autograder", "--course", str(base), "release", args.labs, "--reveal", "needs"], env)
+        run([sys.executable, "-m", "autograder", "--course", str(base), "release", args.labs,
+             "--reveal", "needs"], env)
         inbox = root / "inbox"
         for lab in labs:
             for i in range(args.per_lab):
