@@ -1,50 +1,31 @@
 """Hidden checks of lab5_kernels: the CUDA kernels map_kernel, zip_kernel, reduce_kernel,
-matmul_tiled and spmv_kernel, the CSR conversion to_csr and the row-sparse embedding_grad.
+matmul_tiled and spmv_kernel, the CSR conversion to_csr and the row-sparse embedding_grad (the
+grader half).
 
-Every check launches the student's kernel itself, with a launch configuration it states in its
-message (``kernel[blocks, threads](...)``), on inputs drawn from the seed: sizes of 1, sizes smaller
-than one block, odd sizes that are no multiple of any tile, and more elements than threads, so that
-the grid-stride loop and the edge tiles are exercised.  Output arrays start as NaN, so an element a
-kernel never writes shows up as ``got nan``.  Expected values come from numpy in float64 on the
-same inputs; nothing here calls mini's kernels, and no expected number is written down.
+Each kernel is judged twice.  By what it computes: the student half (:mod:`autograder.probes.lab5`)
+launches it with a launch configuration the message states (``kernel[blocks, threads](...)``), on
+inputs drawn from the seed (sizes of 1, sizes smaller than one block, odd sizes that are no
+multiple of any tile, more elements than threads), on Numba's CUDA simulator where there is no
+GPU, and outputs start as NaN, so that an element a kernel never writes shows up as ``got nan``.
+A check's function may also name the thread that calls it (``lambda v: cuda.grid(1)``), so that
+the output says which thread computed each element, or count the calls along the longest chain of
+a reduction.  Expected values come from numpy in float64 here; nothing here runs mini's kernels.
+And by what it compiles to: the kernel's code, sent as data, is compiled here for a real NVIDIA
+GPU in a process that runs no student code (:mod:`autograder.checks.ptx`), and its PTX read as
+facts (shared arrays, barriers, loads per step, float64 instructions).
 
 Sizes stay small (at most ~40 per matrix side, ~1500 elements): on the simulator every CUDA thread
-is a Python thread, and one check takes at most a few seconds.  The matmul launch uses the
-notebook's ``TILE`` and the reduce launch its ``THREADS`` (the sizes of the kernels' shared arrays);
-the shapes drawn do not depend on them.
-
-While lab 5 is graded the worker switches off mini's own CUDA kernels (REFERENCE, see
-autograder.guard): a submission must write its kernels, not return mini's.
+is a Python thread, and one launch takes at most a few seconds.  The value checks launch with the
+notebook's ``TILE`` and ``THREADS``; the checks of structure set them (``WORK_TILE``,
+``WORK_THREADS``), so that what is expected does not depend on the notebook.
 """
-import collections
 import math
-import warnings
 
 import numpy as np
 
-from autograder.checks import Case, instrument
-
-REFERENCE = tuple(f"mini.kernels.cuda.{name}" for name in (
-    "map_kernel", "zip_kernel", "reduce_kernel", "matmul_naive_kernel", "matmul_tiled_kernel",
-    "map_device", "zip_device", "reduce_device", "matmul_device",
-    "map", "zip", "reduce", "matmul")) + tuple(f"mini.kernels.sparse.{name}" for name in (
-        "from_dense", "spmv_cuda", "spmm_cuda", "_cuda_kernels"))
-
-WORK_TILE, WORK_THREADS = 4, 16          # TILE and THREADS during the counted launches
-
-
-# ---------------------------------------------------------------------------------------------
-# Launching a student's kernel
-# ---------------------------------------------------------------------------------------------
-
-def _launch(kernel, made_by, grid, block, *args):
-    """``kernel[grid, block](*args)`` after checking that ``kernel`` is a CUDA kernel."""
-    if not (callable(getattr(kernel, "py_func", None)) and hasattr(kernel, "__getitem__")):
-        raise TypeError(f"{made_by} should be a CUDA kernel made with @cuda.jit (launched as "
-                        f"kernel[blocks, threads](...)), got {type(kernel).__name__} {kernel!r:.60}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")    # on a GPU: "host array used in kernel", "grid too small"
-        kernel[grid, block](*args)
+from autograder.checks import Case
+from autograder.checks.ptx import (WORK_THREADS, map_code_check, matmul_code_check,
+                                   reduce_code_check, spmv_code_check, zip_code_check)
 
 
 def _odd(rng, low, high):
@@ -52,75 +33,41 @@ def _odd(rng, low, high):
     return int(rng.integers(low // 2, (high - 1) // 2 + 1)) * 2 + 1
 
 
-def _array(rng, shape, dtype, low=None, high=None):
-    if low is None:
-        return rng.standard_normal(shape).astype(dtype)
-    return rng.uniform(low, high, size=shape).astype(dtype)
+def _array(rng, shape, dtype):
+    return rng.standard_normal(shape).astype(dtype)
 
 
-def _nans(shape, dtype):
-    return np.full(shape, np.nan, dtype)
-
-
-def _work(tally, read, write, extra):
-    """What the threads of a counted launch did with the arrays named ``read`` and ``write``
-    (plus ``extra``): the measured side of a work check."""
-    return {"accesses of more than one element at once": tally.bulk(),
-            f"elements of {read} read by the busiest thread": tally.most([read], "reads"),
-            f"threads that read {read}": tally.busy([read], "reads"),
-            f"elements of {write} written by the busiest thread": tally.most([write], "writes"),
-            **extra}
-
-
-def _work_expected(n, threads, read, write, extra, writes=None):
-    """The same for the lab's algorithm, where thread g of ``threads`` handles the elements
-    g, g + threads, ... of ``n``: every thread does its share, and no more."""
-    share = -(-n // threads)
-    return {"accesses of more than one element at once": 0,
-            f"elements of {read} read by the busiest thread": share,
-            f"threads that read {read}": min(n, threads),
-            f"elements of {write} written by the busiest thread": share if writes is None else writes,
-            **extra}
-
-
-WORK_HINT = ("thread g of the G threads in the grid handles the elements g, g + G, g + 2G, ... "
-             "one at a time: numpy inside a kernel (a slice, or an array handed to numpy), or one "
-             "thread looping over everything, gives the right numbers but is not a kernel that "
-             "spreads the work over threads.")
+def _tolerances(dtype):
+    return {"rtol": 1e-5, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
 
 
 # ---------------------------------------------------------------------------------------------
 # map_kernel: out[i] = fn(x[i]), grid-stride loop
 # ---------------------------------------------------------------------------------------------
 
-# (source as the student reads it, the function, the same function on numpy arrays)
+# (source, as the student reads it and the probe evaluates it; the same function on numpy arrays)
 MAP_FUNCTIONS = [
-    ("lambda v: 2.0 * v + 1.0", lambda v: 2.0 * v + 1.0, lambda x: 2.0 * x + 1.0),
-    ("lambda v: v * v - 3.0 * v", lambda v: v * v - 3.0 * v, lambda x: x * x - 3.0 * x),
-    ("lambda v: math.tanh(v)", lambda v: math.tanh(v), np.tanh),
-    ("lambda v: math.exp(-v * v)", lambda v: math.exp(-v * v), lambda x: np.exp(-x * x)),
+    ("lambda v: 2.0 * v + 1.0", lambda x: 2.0 * x + 1.0),
+    ("lambda v: v * v - 3.0 * v", lambda x: x * x - 3.0 * x),
+    ("lambda v: math.tanh(v)", np.tanh),
+    ("lambda v: math.exp(-v * v)", lambda x: np.exp(-x * x)),
 ]
 
 MAP_HINT = ("thread g of a grid of G threads must handle elements g, g + G, g + 2G, ... while they "
             "are < out.size (a grid-stride loop: cuda.grid(1) gives g, cuda.gridsize(1) gives G), "
             "and compute out[i] = fn(x[i]) with the device function compiled from fn.")
+DEVICE_CALL = ("fn is called through the device function compiled from it (called as plain "
+               "Python, it finds no cuda.grid).")
 
 
 def _map_case(rng, n, blocks, threads, dtype, hint):
-    source, fn, numpy_fn = MAP_FUNCTIONS[int(rng.integers(len(MAP_FUNCTIONS)))]
+    source, numpy_fn = MAP_FUNCTIONS[int(rng.integers(len(MAP_FUNCTIONS)))]
     x = _array(rng, n, dtype)
-
-    def call(student):
-        out = _nans(n, dtype)
-        _launch(student.map_kernel(fn), f"map_kernel({source})", blocks, threads, x.copy(), out)
-        return out
-
     return Case(
         what=(f"map_kernel({source}) launched as kernel[{blocks}, {threads}](x, out) on x of "
               f"{n} {np.dtype(dtype).name} elements ({blocks * threads} threads in the grid)"),
-        call=call, expected=lambda: numpy_fn(x.astype(np.float64)),
-        rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12,
-        hint=hint)
+        probe="map_launch", inputs={"source": source, "grid": blocks, "block": threads, "x": x},
+        expected=lambda: numpy_fn(x.astype(np.float64)), hint=hint, **_tolerances(dtype))
 
 
 def map_more_threads_check(rng):
@@ -148,21 +95,20 @@ def map_float32_check(rng):
     return case
 
 
-def map_work_check(rng):
-    """Counted: every thread maps its own share of the elements, one at a time."""
+def map_threads_check(rng):
+    """fn names its thread: element i must be thread i % G's (grid-stride, coalesced)."""
     n, blocks, threads = _odd(rng, 41, 79), 2, 8
-    x = _array(rng, n, np.float64)
-
-    def call(student):
-        kernel = student.map_kernel(lambda v: 2.0 * v + 1.0)
-        tally, _ = instrument.launch(kernel, "map_kernel(lambda v: 2.0 * v + 1.0)", blocks,
-                                     threads, {"x": x, "out": _nans(n, np.float64)})
-        return _work(tally, "x", "out", {})
-
-    return Case(what=(f"map_kernel(lambda v: 2.0 * v + 1.0) launched as kernel[{blocks}, {threads}]"
-                      f"(x, out) on {n} elements, every thread's reads and writes counted"),
-                call=call, expected=lambda: _work_expected(n, blocks * threads, "x", "out", {}),
-                hint=WORK_HINT)
+    source = "lambda v: cuda.grid(1)"
+    return Case(
+        what=(f"map_kernel({source}) launched as kernel[{blocks}, {threads}](x, out) on {n} "
+              "elements: out[i] is the number cuda.grid(1) of the thread that computed element i"),
+        probe="map_launch", inputs={"source": source, "grid": blocks, "block": threads,
+                                    "x": np.zeros(n)},
+        expected=lambda: np.arange(n) % (blocks * threads), rtol=0, atol=0, hint=(
+            "element i is thread i % G's, G the number of threads in the grid: at every step of "
+            "the grid-stride loop the threads touch G neighbouring elements (coalesced). One "
+            "thread looping over everything, or numpy inside the kernel, gives the right numbers "
+            f"with the wrong threads. {DEVICE_CALL} " + MAP_HINT))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,11 +116,10 @@ def map_work_check(rng):
 # ---------------------------------------------------------------------------------------------
 
 ZIP_FUNCTIONS = [   # the first and the last are not symmetric: fn(x, y) != fn(y, x)
-    ("lambda a, b: a - b", lambda a, b: a - b, np.subtract),
-    ("lambda a, b: a * b + 1.0", lambda a, b: a * b + 1.0, lambda x, y: x * y + 1.0),
-    ("lambda a, b: max(a, b)", lambda a, b: max(a, b), np.maximum),
-    ("lambda a, b: a / (1.0 + b * b)", lambda a, b: a / (1.0 + b * b),
-     lambda x, y: x / (1.0 + y * y)),
+    ("lambda a, b: a - b", np.subtract),
+    ("lambda a, b: a * b + 1.0", lambda x, y: x * y + 1.0),
+    ("lambda a, b: max(a, b)", np.maximum),
+    ("lambda a, b: a / (1.0 + b * b)", lambda x, y: x / (1.0 + y * y)),
 ]
 
 ZIP_HINT = ("the x thread index runs along columns and the y index along rows: (col, row) = "
@@ -184,23 +129,16 @@ ZIP_HINT = ("the x thread index runs along columns and the y index along rows: (
 
 
 def _zip_case(rng, shape, grid, block, dtype, hint, functions=ZIP_FUNCTIONS):
-    source, fn, numpy_fn = functions[int(rng.integers(len(functions)))]
+    source, numpy_fn = functions[int(rng.integers(len(functions)))]
     x, y = _array(rng, shape, dtype), _array(rng, shape, dtype)
-
-    def call(student):
-        out = _nans(shape, dtype)
-        _launch(student.zip_kernel(fn), f"zip_kernel({source})", grid, block, x.copy(), y.copy(),
-                out)
-        return out
-
     threads = (grid[0] * block[0], grid[1] * block[1])
     return Case(
         what=(f"zip_kernel({source}) launched as kernel[{grid}, {block}](x, y, out) on x, y of "
               f"shape {shape} {np.dtype(dtype).name} (the grid has {threads[0]} threads along "
               f"columns and {threads[1]} along rows)"),
-        call=call, expected=lambda: numpy_fn(x.astype(np.float64), y.astype(np.float64)),
-        rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12,
-        hint=hint)
+        probe="zip_launch", inputs={"source": source, "grid": grid, "block": block, "x": x, "y": y},
+        expected=lambda: numpy_fn(x.astype(np.float64), y.astype(np.float64)), hint=hint,
+        **_tolerances(dtype))
 
 
 def zip_small_check(rng):
@@ -227,34 +165,26 @@ def zip_float32_check(rng):
         "out has the dtype of x and y (float32 here). " + ZIP_HINT))
 
 
-def zip_work_check(rng):
-    """Counted: each thread its share; neighbouring x threads start on neighbouring columns."""
-    shape, grid, block = (_odd(rng, 9, 15), _odd(rng, 17, 23)), (1, 1), (4, 2)
-    x, y = _array(rng, shape, np.float64), _array(rng, shape, np.float64)
-    threads = block[0] * block[1]
-    share = -(-shape[0] // block[1]) * -(-shape[1] // block[0])
-    first = "elements first written by threads (x=0, y=0) and (x=1, y=0), as (row, column)"
-
-    def call(student):
-        kernel = student.zip_kernel(lambda a, b: a - b)
-        tally, arrays = instrument.launch(kernel, "zip_kernel(lambda a, b: a - b)", grid, block,
-                                          {"x": x, "y": y, "out": _nans(shape, np.float64)})
-        writes = arrays["out"].first_writes
-        return {**_work(tally, "x", "out", {}),
-                first: [list(writes.get(((0, 0, 0), (t, 0, 0)), [-1, -1])) for t in (0, 1)]}
+def zip_threads_check(rng):
+    """fn names its thread: neighbouring x threads must compute neighbouring columns."""
+    shape, grid, block = (_odd(rng, 9, 15), _odd(rng, 17, 23)), (2, 1), (4, 2)
+    source = "lambda a, b: cuda.grid(2)[0] + 1000 * cuda.grid(2)[1]"
+    columns, rows = grid[0] * block[0], grid[1] * block[1]
 
     def expected():
-        work = _work_expected(x.size, threads, "x", "out", {})
-        work["elements of x read by the busiest thread"] = share
-        work["elements of out written by the busiest thread"] = share
-        return {**work, first: [[0, 0], [0, 1]]}
+        i, j = np.indices(shape)
+        return j % columns + 1000 * (i % rows)
 
-    return Case(what=(f"zip_kernel(lambda a, b: a - b) launched as kernel[{grid}, {block}](x, y, "
-                      f"out) on shape {shape}, every thread's reads and writes counted"),
-                call=call, expected=expected, hint=(
-                    "threads next to each other in x (threadIdx.x) must work on neighbouring "
-                    "COLUMNS of one row, so that a warp's reads are coalesced: (col, row) = "
-                    "cuda.grid(2). " + WORK_HINT))
+    return Case(
+        what=(f"zip_kernel({source}) launched as kernel[{grid}, {block}](x, y, out) on shape "
+              f"{shape}: out[i, j] is x + 1000 y for the thread (x, y) = cuda.grid(2) that "
+              "computed element (i, j)"),
+        probe="zip_launch", inputs={"source": source, "grid": grid, "block": block,
+                                    "x": np.zeros(shape), "y": np.zeros(shape)},
+        expected=expected, rtol=0, atol=0, hint=(
+            f"element (i, j) is computed by the thread (x, y) = (j % {columns}, i % {rows}): the "
+            "threads next to each other in x (threadIdx.x) work on neighbouring COLUMNS of one "
+            f"row, so that a warp's reads are coalesced. {DEVICE_CALL} " + ZIP_HINT))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,8 +192,8 @@ def zip_work_check(rng):
 # ---------------------------------------------------------------------------------------------
 
 REDUCE_FUNCTIONS = {
-    "add": ("lambda a, b: a + b", lambda a, b: a + b, 0.0, np.sum),
-    "max": ("lambda a, b: max(a, b)", lambda a, b: max(a, b), -math.inf, np.max),
+    "add": ("lambda a, b: a + b", 0.0, np.sum),
+    "max": ("lambda a, b: max(a, b)", -math.inf, np.max),
 }
 
 FOLDED, UNWRITTEN = "partial results folded on the host", "blocks that wrote no partial result"
@@ -276,29 +206,25 @@ REDUCE_HINT = ("each thread first folds its grid-stride elements into its own ac
 
 
 def _reduce_case(rng, n, blocks, dtype, op, tolerance, hint):
-    source, fn, start, numpy_fn = REDUCE_FUNCTIONS[op]
+    source, start, numpy_fn = REDUCE_FUNCTIONS[op]
     x = _array(rng, n, dtype)
     if op == "max":                        # all negative: a kernel that starts from 0 shows
         x = (-0.5 - np.abs(x)).astype(dtype)
     # a sum may round at every step (the error grows with sum |x|); a maximum is exact
     scale = float(np.abs(x.astype(np.float64)).sum() if op == "add" else np.abs(x).max())
 
-    def call(student):
-        partial = _nans(blocks, dtype)
-        _launch(student.reduce_kernel(fn), f"reduce_kernel({source})", blocks, student.THREADS,
-                x.copy(), x.dtype.type(start), partial)
+    def folded(partial):
         unwritten = int(np.isnan(partial).sum())
-        folded = numpy_fn(partial.astype(np.float64)) if not unwritten else math.nan
-        return {FOLDED: folded, UNWRITTEN: unwritten}
-
-    def expected():
-        return {FOLDED: numpy_fn(x.astype(np.float64)), UNWRITTEN: 0}
+        return {FOLDED: numpy_fn(partial.astype(np.float64)) if not unwritten else math.nan,
+                UNWRITTEN: unwritten}
 
     return Case(
         what=(f"reduce_kernel({source}) launched as kernel[{blocks}, THREADS](x, {start}, partial) "
               f"on x of {n} {np.dtype(dtype).name} elements, partial of {blocks} slots (folded "
               f"with {op} on the host)"),
-        call=call, expected=expected, rtol=tolerance, atol=tolerance * scale, hint=hint)
+        probe="reduce_launch", inputs={"source": source, "blocks": blocks, "x": x, "start": start},
+        interpret=folded, expected=lambda: {FOLDED: numpy_fn(x.astype(np.float64)), UNWRITTEN: 0},
+        rtol=tolerance, atol=tolerance * scale, hint=hint)
 
 
 def reduce_tiny_check(rng):
@@ -330,50 +256,28 @@ def reduce_max_check(rng):
     return case
 
 
-def reduce_work_check(rng):
-    """Counted: each thread folds its share, the tree reads shared memory between barriers."""
-    n = _odd(rng, 2 * WORK_THREADS + 1, 5 * WORK_THREADS)
-    blocks = 2
-    x = _array(rng, n, np.float32)
-    steps = int(math.log2(WORK_THREADS))
+def reduce_tree_check(rng):
+    """fn counts its calls: partial[b] is the longest chain of calls in block b, which is a
+    thread's own share of x followed by log2(THREADS) steps of the tree."""
+    n, blocks, threads = _odd(rng, 2 * WORK_THREADS + 1, 5 * WORK_THREADS), 2, WORK_THREADS
+    source, grid = "lambda a, b: max(a, b) + 1.0", blocks * WORK_THREADS
+    steps = int(math.log2(threads))
 
-    def call(student):
-        partial = _nans(blocks, np.float32)
-        with student.using(THREADS=WORK_THREADS):
-            kernel = student.reduce_kernel(lambda a, b: a + b)
-            tally, _ = instrument.launch(kernel, "reduce_kernel(lambda a, b: a + b)", blocks,
-                                         WORK_THREADS, {"x": x.copy(), "start": np.float32(0.0),
-                                                        "partial": partial})
-        shared = [f"shared {i}" for i in range(len(tally.shared_dtypes))]
-        return _work(tally, "x", "partial", {
-            "threads that wrote partial": tally.busy(["partial"], "writes"),
-            "shared-memory reads by the busiest thread (counted up to log2(THREADS))":
-                min(tally.most(shared, "reads"), steps),
-            "barriers per thread (counted up to log2(THREADS))":
-                min(tally.fewest(["barrier"], "calls"), steps),
-            "threads whose number of barriers differs from the others'":
-                tally.threads - max(collections.Counter(tally.per_thread(["barrier"], "calls"))
-                                    .values()),
-            "dtypes of the shared arrays": sorted(set(tally.shared_dtypes))})
+    def expected():     # thread b * THREADS, the first of block b, folds the most elements
+        return np.array([len(range(b * threads, n, grid)) + steps for b in range(blocks)], float)
 
-    def expected():
-        return _work_expected(n, blocks * WORK_THREADS, "x", "partial", {
-            "threads that wrote partial": blocks,
-            "shared-memory reads by the busiest thread (counted up to log2(THREADS))": steps,
-            "barriers per thread (counted up to log2(THREADS))": steps,
-            "threads whose number of barriers differs from the others'": 0,
-            "dtypes of the shared arrays": ["float32"]}, writes=1)
-
-    return Case(what=(f"reduce_kernel(lambda a, b: a + b) launched as kernel[{blocks}, THREADS]"
-                      f"(x, 0.0, partial) with THREADS = {WORK_THREADS} on {n} float32 elements, "
-                      "every thread's reads, writes and barriers counted"),
-                call=call, expected=expected, hint=(
-                    "the lab's reduction splits the work: thread g folds only x[g], x[g + G], "
-                    "..., the block combines the THREADS values in a shared array of x's dtype "
-                    "(the tree reads it: fn(cache[t], cache[t + step])), every thread reaches "
-                    "every cuda.syncthreads(), and only thread 0 of each block writes partial. "
-                    "numpy inside a kernel, or one thread looping over everything, does not "
-                    "count."))
+    return Case(
+        what=(f"reduce_kernel({source}) launched as kernel[{blocks}, THREADS](x, 0.0, partial) "
+              f"with THREADS = {threads} on {n} zeros: fn adds 1 to the larger of its arguments, "
+              "so partial[b] is the number of calls of fn along the longest chain in block b"),
+        probe="reduce_launch", inputs={"source": source, "blocks": blocks, "x": np.zeros(n),
+                                       "start": 0.0, "threads": threads},
+        expected=expected, rtol=0, atol=0, hint=(
+            f"in block b the longest chain is thread b * THREADS's own elements (it folds x[g], "
+            f"x[g + G], ..., G = {grid} threads in the grid), then log2(THREADS) = {steps} steps "
+            "of the tree, each combining two slots; one thread folding all of its block's "
+            "elements, or all of its slots one after another, makes a longer chain. "
+            + REDUCE_HINT))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,10 +286,10 @@ def reduce_work_check(rng):
 
 MATMUL_HINT = ("block (bx, by) computes the TILE x TILE tile of C at rows by*TILE.., columns "
                "bx*TILE..; for each tile t along k, thread (ty, tx) loads A[row, t*TILE + tx] and "
-               "B[t*TILE + ty, col] into the shared tiles, or 0.0 when that index is outside A or "
-               "B, then cuda.syncthreads(), adds its TILE products, cuda.syncthreads() again; at "
-               "the end it writes C[row, col] only if row < M and col < N. The tiles and the accumulator "
-               "have A's dtype.")
+               "B[t*TILE + ty, col] into the shared tiles, or a zero when that index is outside A "
+               "or B, then cuda.syncthreads(), adds its TILE products, cuda.syncthreads() again; at "
+               "the end it writes C[row, col] only if row < M and col < N. The tiles and the "
+               "accumulator have A's dtype.")
 
 
 def _matmul_case(rng, shape, dtype, hint, tolerance=1e-6):
@@ -396,26 +300,19 @@ def _matmul_case(rng, shape, dtype, hint, tolerance=1e-6):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     scale = float((np.abs(a64) @ np.abs(b64)).max())
     tolerance = 1e-5 if dtype == np.float32 else tolerance
-
-    def call(student):
-        tile = int(student.TILE)
-        c = _nans((m, n), dtype)
-        grid = (-(-n // tile), -(-m // tile))
-        _launch(student.matmul_tiled, "matmul_tiled", grid, (tile, tile), a.copy(), b.copy(), c)
-        return c
-
     return Case(
         what=(f"matmul_tiled launched as kernel[(ceil(N/TILE), ceil(M/TILE)), (TILE, TILE)](A, B, "
               f"C) on A of shape {(m, k)} and B of shape {(k, n)}, {np.dtype(dtype).name}"),
-        call=call, expected=lambda: a64 @ b64, rtol=tolerance, atol=tolerance * scale, hint=hint)
+        probe="matmul_launch", inputs={"a": a, "b": b}, expected=lambda: a64 @ b64,
+        rtol=tolerance, atol=tolerance * scale, hint=hint)
 
 
 def matmul_tiny_check(rng):
     """Every side smaller than a tile: most threads of the single block are outside A, B and C."""
     shape = tuple(int(d) for d in rng.integers(1, 4, size=3))
     return _matmul_case(rng, shape, np.float64, hint=(
-        "the whole product fits in one tile here: threads outside A or B load 0.0 into the tiles, "
-        "and threads outside C write nothing. " + MATMUL_HINT))
+        "the whole product fits in one tile here: threads outside A or B load zeros into the "
+        "tiles, and threads outside C write nothing. " + MATMUL_HINT))
 
 
 def matmul_multiple_check(rng):
@@ -455,48 +352,6 @@ def matmul_float32_check(rng):
                         + MATMUL_HINT)
 
 
-def matmul_work_check(rng):
-    """Counted: tiles loaded cooperatively, read from shared memory, two barriers per tile."""
-    m, k, n = (_odd(rng, WORK_TILE + 1, 2 * WORK_TILE - 1) for _ in range(3))
-    a, b = _array(rng, (m, k), np.float32), _array(rng, (k, n), np.float32)
-    steps, grid = -(-k // WORK_TILE), (-(-n // WORK_TILE), -(-m // WORK_TILE))
-
-    def call(student):
-        with student.using(TILE=WORK_TILE):
-            tally, _ = instrument.launch(student.matmul_tiled, "matmul_tiled", grid,
-                                         (WORK_TILE, WORK_TILE), {"A": a, "B": b,
-                                                                  "C": _nans((m, n), np.float32)})
-        shared = [f"shared {i}" for i in range(len(tally.shared_dtypes))]
-        return {
-            "loads from A and B by the busiest thread": tally.most(["A", "B"], "reads"),
-            "shared-memory reads by the busiest thread (counted up to 2 K)":
-                min(tally.most(shared, "reads"), 2 * k),
-            "barriers per thread (fewest, most)": [tally.fewest(["barrier"], "calls"),
-                                                   tally.most(["barrier"], "calls")],
-            "elements of C written by the busiest thread": tally.most(["C"], "writes"),
-            "elements of C written": tally.total(["C"], "writes"),
-            "accesses of more than one element at once": tally.bulk(),
-            "dtypes of the shared arrays": sorted(set(tally.shared_dtypes))}
-
-    def expected():
-        return {"accesses of more than one element at once": 0,
-                "loads from A and B by the busiest thread": 2 * steps,
-                "shared-memory reads by the busiest thread (counted up to 2 K)": 2 * k,
-                "barriers per thread (fewest, most)": [2 * steps, 2 * steps],
-                "elements of C written by the busiest thread": 1, "elements of C written": m * n,
-                "dtypes of the shared arrays": ["float32"]}
-
-    return Case(what=(f"matmul_tiled launched as kernel[{grid}, (TILE, TILE)](A, B, C) with TILE = "
-                      f"{WORK_TILE} on A {(m, k)} and B {(k, n)} float32 ({steps} tiles along k), "
-                      "every thread's loads, shared-memory reads and barriers counted"),
-                call=call, expected=expected, hint=(
-                    "a tiled kernel loads ONE element of A and ONE of B per tile per thread (the "
-                    "block shares them), takes its TILE products from the shared tiles, and calls "
-                    "cuda.syncthreads() twice per tile, every thread; tiles of A's dtype. A naive "
-                    "kernel reads 2 K elements from global memory per output, whatever shared "
-                    "array sits unused next to it."))
-
-
 # ---------------------------------------------------------------------------------------------
 # to_csr, spmv_kernel: sparse matrices (L05 slide 2)
 # ---------------------------------------------------------------------------------------------
@@ -514,27 +369,22 @@ def _sparse_dense(rng, shape, density, dtype, empty_rows=0):
 
 
 def _csr(dense):
-    """(data, indices, indptr) of a dense matrix, for the kernels' inputs (mini's own
-    conversion is switched off while lab 5 is graded)."""
+    """(data, indices, indptr) of a dense matrix: the kernels' inputs, and to_csr's expected
+    result (for other matrices than a to_csr check's own)."""
     rows, cols = np.nonzero(dense)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=dense.shape[0]))])
     return dense[rows, cols], cols.astype(np.int64), indptr.astype(np.int64)
 
 
 def _to_csr_case(dense, what):
-    def call(student):
-        data, indices, indptr = student.to_csr(dense.copy())
-        return {"data": np.asarray(data), "indices": np.asarray(indices),
-                "indptr": np.asarray(indptr), "dtype of data": np.asarray(data).dtype.name}
-
     def expected():
         from mini.kernels import sparse
         a = sparse.from_dense(dense)
         return {"data": a.data, "indices": a.indices, "indptr": a.indptr,
                 "dtype of data": dense.dtype.name}
 
-    return Case(what=f"to_csr on {what}", call=call, expected=expected, rtol=0, atol=0,
-                hint=CSR_HINT)
+    return Case(what=f"to_csr on {what}", probe="to_csr_arrays", inputs={"dense": dense},
+                expected=expected, rtol=0, atol=0, hint=CSR_HINT)
 
 
 def to_csr_check(rng):
@@ -564,18 +414,16 @@ SPMV_HINT = ("thread g of G handles rows g, g + G, ... of A (a grid-stride loop 
 def _spmv_case(rng, shape, dtype, blocks, threads, hint):
     dense = _sparse_dense(rng, shape, 0.25, dtype, empty_rows=2)
     x = _array(rng, shape[1], dtype)
-
-    def call(student):
-        y = _nans(shape[0], dtype)
-        _launch(student.spmv_kernel, "spmv_kernel", blocks, threads, *_csr(dense), x.copy(), y)
-        return y
-
+    data, indices, indptr = _csr(dense)
     return Case(what=(f"spmv_kernel launched as kernel[{blocks}, {threads}](data, indices, indptr, "
                       f"x, y) for A of shape {shape} ({np.count_nonzero(dense)} nonzeros, some "
                       f"rows empty), {np.dtype(dtype).name}"),
-                call=call, expected=lambda: dense.astype(np.float64) @ x.astype(np.float64),
+                probe="spmv_launch",
+                inputs={"data": data, "indices": indices, "indptr": indptr, "x": x,
+                        "blocks": blocks, "threads": threads},
+                expected=lambda: dense.astype(np.float64) @ x.astype(np.float64), hint=hint,
                 rtol=1e-5 if dtype == np.float32 else 1e-12,
-                atol=1e-5 if dtype == np.float32 else 1e-12, hint=hint)
+                atol=1e-5 if dtype == np.float32 else 1e-12)
 
 
 def spmv_rows_check(rng):
@@ -591,41 +439,6 @@ def spmv_float32_check(rng):
         "threads past the last row must do nothing. " + SPMV_HINT))
 
 
-def spmv_work_check(rng):
-    """Counted: each thread its rows, each stored value read once, no dense work."""
-    shape, blocks, threads = (_odd(rng, 25, 45), _odd(rng, 9, 21)), 2, 8
-    dense = _sparse_dense(rng, shape, 0.2, np.float32, empty_rows=2)
-    data, indices, indptr = _csr(dense)
-    x = _array(rng, shape[1], np.float32)
-    grid_threads = blocks * threads
-    nnz_of = np.diff(indptr)
-
-    def call(student):
-        arrays = {"data": data, "indices": indices, "indptr": indptr, "x": x,
-                  "y": _nans(shape[0], np.float32)}
-        tally, _ = instrument.launch(student.spmv_kernel, "spmv_kernel", blocks, threads, arrays)
-        return {"rows of y written by the busiest thread": tally.most(["y"], "writes"),
-                "threads that wrote y": tally.busy(["y"], "writes"),
-                "reads of data by the busiest thread": tally.most(["data"], "reads"),
-                "reads of data and of x in all": [tally.total(["data"], "reads"),
-                                                  tally.total(["x"], "reads")],
-                "accesses of more than one element at once": tally.bulk()}
-
-    def expected():
-        return {"accesses of more than one element at once": 0,
-                "rows of y written by the busiest thread": -(-shape[0] // grid_threads),
-                "threads that wrote y": min(shape[0], grid_threads),
-                "reads of data by the busiest thread": int(max(
-                    nnz_of[g::grid_threads].sum() for g in range(grid_threads))),
-                "reads of data and of x in all": [len(data), len(data)]}
-
-    return Case(what=(f"spmv_kernel launched as kernel[{blocks}, {threads}](data, indices, indptr, "
-                      f"x, y) for A of shape {shape} with {len(data)} nonzeros, every thread's "
-                      "reads and writes counted"), call=call, expected=expected,
-                hint=("each thread reads the stored values of its own rows, each once, and the "
-                      "matching x[indices[p]], and nothing of the zeros. " + WORK_HINT))
-
-
 # ---------------------------------------------------------------------------------------------
 # embedding_grad: the row-sparse gradient of an embedding lookup (lab 4's model)
 # ---------------------------------------------------------------------------------------------
@@ -638,10 +451,6 @@ EMBEDDING_HINT = ("return (rows, values): rows the distinct ids that were looked
 
 def _embedding_case(rng, ids, dim, vocab_size, what, dense_reference):
     grad_out = rng.standard_normal(ids.shape + (dim,))
-
-    def call(student):
-        rows, values = student.embedding_grad(ids.copy(), grad_out.copy(), vocab_size)
-        return {"rows": np.asarray(rows), "values": np.asarray(values)}
 
     def expected():
         rows = np.unique(ids)
@@ -656,7 +465,9 @@ def _embedding_case(rng, ids, dim, vocab_size, what, dense_reference):
 
     return Case(what=(f"embedding_grad(ids, grad_out, vocab_size={vocab_size}) with ids of shape "
                       f"{ids.shape} ({what}) and grad_out of shape {grad_out.shape}"),
-                call=call, expected=expected, rtol=1e-10, atol=1e-12, hint=EMBEDDING_HINT)
+                probe="embedding_rows",
+                inputs={"ids": ids, "grad_out": grad_out, "vocab_size": vocab_size},
+                expected=expected, rtol=1e-10, atol=1e-12, hint=EMBEDDING_HINT)
 
 
 def embedding_batch_check(rng):
@@ -677,12 +488,14 @@ def embedding_huge_vocabulary_check(rng):
 
 CHECKS = {
     "map_kernel": [map_more_threads_check, map_grid_stride_check, map_float32_check,
-                   map_work_check],
-    "zip_kernel": [zip_small_check, zip_grid_stride_check, zip_float32_check, zip_work_check],
-    "reduce_kernel": [reduce_tiny_check, reduce_sum_check, reduce_max_check, reduce_work_check],
+                   map_threads_check, map_code_check],
+    "zip_kernel": [zip_small_check, zip_grid_stride_check, zip_float32_check, zip_threads_check,
+                   zip_code_check],
+    "reduce_kernel": [reduce_tiny_check, reduce_sum_check, reduce_max_check, reduce_tree_check,
+                      reduce_code_check],
     "matmul_tiled": [matmul_tiny_check, matmul_multiple_check, matmul_awkward_check,
-                     matmul_thin_check, matmul_float32_check, matmul_work_check],
+                     matmul_thin_check, matmul_float32_check, matmul_code_check],
     "to_csr": [to_csr_check, to_csr_edge_check],
-    "spmv_kernel": [spmv_rows_check, spmv_float32_check, spmv_work_check],
+    "spmv_kernel": [spmv_rows_check, spmv_float32_check, spmv_code_check],
     "embedding_grad": [embedding_batch_check, embedding_huge_vocabulary_check],
 }

@@ -1,0 +1,209 @@
+"""Lab 5 graded on wrong work: each wrong fill-in loses its own points, and its message names the
+mistake, on the pytest path and on the nbgrader path.
+
+Two notebooks made from the solution, each with several fill-ins replaced (one mistake per
+fill-in, so that they do not interfere).  The first cheats: numpy or one thread does the work, or
+threads are laid out against coalescing, and the numbers come out right all the same; what gives
+each away is which thread computed what, or what the kernel compiles to.  The second slips as
+students do: a loop that strides by the block instead of the grid, a block's slots folded by one
+thread, a float64 accumulator in a float32 product, an accumulator not reset per row, an indptr
+that forgets the empty rows at the end.
+"""
+import nbformat
+
+from autograder import cli, course, runner
+
+LAB = "lab5_kernels"
+
+CHEATS = {
+    "map_kernel": ('''
+    @cuda.jit
+    def kernel(x, out):
+        if cuda.grid(1) == 0:                           # numpy does the work, in one thread
+            out[:] = np.vectorize(fn)(np.asarray(x))
+    return kernel
+''', "out[i] is the number cuda.grid(1) of the thread that computed element i"),
+    "zip_kernel": ('''
+    @cuda.jit
+    def kernel(x, y, out):
+        row, col = cuda.grid(2)                         # x threads along rows: not coalesced
+        rows, cols = cuda.gridsize(2)
+        for i in range(row, out.shape[0], rows):
+            for j in range(col, out.shape[1], cols):
+                out[i, j] = device_fn(x[i, j], y[i, j])
+    return kernel
+''', "for the thread (x, y) = cuda.grid(2) that computed element (i, j)"),
+    "reduce_kernel": ('''
+    @cuda.jit
+    def kernel(x, start, partial):
+        cache = cuda.shared.array(THREADS, x.dtype)     # written, never read
+        cache[cuda.threadIdx.x] = start
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:                       # one thread per block does its part
+            acc = start
+            for i in range(cuda.blockIdx.x, x.size, cuda.gridDim.x):
+                acc = device_fn(acc, x[i])
+            partial[cuda.blockIdx.x] = acc
+    return kernel
+''', "the number of calls of fn along the longest chain in block b"),
+    "matmul_tiled": ('''
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
+        C[:, :] = np.dot(A, B)                          # numpy does the work
+''', "got str 'no: No implementation of function dot'"),
+    "spmv_kernel": ('''
+    for r in range(cuda.grid(1), y.size, cuda.gridsize(1)):
+        acc = 0.0                                       # a Python float: float64
+        for p in range(indptr[r], indptr[r + 1]):
+            acc += data[p] * x[indices[p]]
+        y[r] = acc
+''', "the result['float64 instructions'] should be 'none', got str"),
+}
+
+SLIPS = {
+    "map_kernel": ('''
+    @cuda.jit
+    def kernel(x, out):
+        for i in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):   # the block, not the grid
+            out[i] = device_fn(x[i])
+    return kernel
+''', "out[i] is the number cuda.grid(1) of the thread that computed element i"),
+    "reduce_kernel": ('''
+    @cuda.jit
+    def kernel(x, start, partial):
+        cache = cuda.shared.array(THREADS, x.dtype)
+        acc = start
+        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+            acc = device_fn(acc, x[i])
+        cache[cuda.threadIdx.x] = acc
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:                       # no tree: thread 0 folds every slot
+            for t in range(1, THREADS):
+                acc = device_fn(acc, cache[t])
+            partial[cuda.blockIdx.x] = acc
+    return kernel
+''', "the number of calls of fn along the longest chain in block b"),
+    "matmul_tiled": ('''
+    a_tile = cuda.shared.array((TILE, TILE), A.dtype)
+    b_tile = cuda.shared.array((TILE, TILE), A.dtype)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    zero = A.dtype.type(0)
+    acc = 0.0                                           # a Python float: float64
+    for t in range((K + TILE - 1) // TILE):
+        a_tile[ty, tx] = A[row, t * TILE + tx] if row < M and t * TILE + tx < K else zero
+        b_tile[ty, tx] = B[t * TILE + ty, col] if t * TILE + ty < K and col < N else zero
+        cuda.syncthreads()
+        for kk in range(TILE):
+            acc += a_tile[ty, kk] * b_tile[kk, tx]
+        cuda.syncthreads()
+    if row < M and col < N:
+        C[row, col] = acc
+''', "the result['float64 instructions'] should be 'none', got str"),
+    "spmv_kernel": ('''
+    acc = data.dtype.type(0)                            # not reset for each row
+    for r in range(cuda.grid(1), y.size, cuda.gridsize(1)):
+        for p in range(indptr[r], indptr[r + 1]):
+            acc += data[p] * x[indices[p]]
+        y[r] = acc
+''', "expected"),
+    "to_csr": ('''
+    rows, cols = np.nonzero(dense)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows))])    # empty rows at the end lost
+    return dense[rows, cols], cols, indptr
+''', "the visible tests of test_to_csr failed"),
+}
+
+
+def _notebook(wrong):
+    """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
+    nb = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in wrong:
+            head, rest = cell.source.split("    ### BEGIN SOLUTION\n")
+            _, tail = rest.split("    ### END SOLUTION")
+            cell.source = head + wrong[grade_id][0].strip("\n") + "\n" + tail.lstrip("\n")
+    return nb
+
+
+def _expected(wrong):
+    return {grade_id: 0.0 if grade_id[len("test_"):] in wrong else points
+            for grade_id, points in runner.test_cells(LAB)}
+
+
+def _graded_on_the_pytest_path(tmp_path, wrong):
+    path = tmp_path / f"{LAB}.ipynb"
+    nbformat.write(_notebook(wrong), path)
+    result = runner.grade_submission(path, LAB, "s", seed=11)
+    assert {t.name: t.score for t in result.tests} == _expected(wrong), result.tests
+    for test in result.tests:
+        fill_in = test.name[len("test_"):]
+        if fill_in in wrong:
+            assert wrong[fill_in][1] in test.output, (fill_in, test.output)
+
+
+def test_cheats_lose_their_own_points_on_the_pytest_path(tmp_path):
+    _graded_on_the_pytest_path(tmp_path, CHEATS)
+
+
+def test_slips_lose_their_own_points_on_the_pytest_path(tmp_path):
+    _graded_on_the_pytest_path(tmp_path, SLIPS)
+
+
+def test_cheats_lose_their_own_points_on_the_nbgrader_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", "lab5", "--reveal", "lab1,lab2,lab3,lab4"]) == 0
+    inbox = tmp_path / "inbox" / "cheater"
+    inbox.mkdir(parents=True)
+    nbformat.write(_notebook(CHEATS), inbox / f"{LAB}.ipynb")
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    assert cli.main(["autograde", "lab5", "--workers", "1"]) == 0
+    from nbgrader.api import Gradebook
+    grader = course.api()
+    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
+        notebook = gb.find_submission(LAB, "cheater").notebooks[0]
+        scores = {grade.name: grade.score for grade in notebook.grades}
+    assert scores == _expected(CHEATS), scores
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "cheater" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    for cell in graded.cells:
+        fill_in = cell.metadata.get("nbgrader", {}).get("grade_id", "")[len("test_"):]
+        if fill_in in CHEATS:
+            said = " ".join(str(out.get("evalue", "")) for out in cell.outputs)
+            assert CHEATS[fill_in][1] in said, (fill_in, said)
+
+
+def test_a_blocks_threads_get_one_shared_array_even_when_they_ask_at_once():
+    """The simulator's own lookup has no lock: threads arriving together could get arrays of their
+    own, and a correct reduction or tiled product would then be graded wrong now and then."""
+    import sys
+    import threading
+
+    import numpy as np
+
+    from mini.kernels import device
+    device.choose()
+    from numba.cuda.simulator import kernelapi
+    shared, interval = kernelapi.FakeCUDAShared(0), sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(20):
+            start, got = threading.Barrier(32), []
+
+            def allocate():
+                start.wait()
+                got.append(shared.array(8, np.float64))
+
+            threads = [threading.Thread(target=allocate) for _ in range(32)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert len({id(array) for array in got}) == 1
+            shared._allocations.clear()
+    finally:
+        sys.setswitchinterval(interval)
