@@ -24,7 +24,7 @@ SLOWEST_FIRST = ["test_labs_grading.py", "test_autograder.py", "test_hostile_nbg
                  "test_reruns.py", "test_parity.py", "test_exchange.py",
                  "test_pytest_path_samples.py", "test_hostile.py", "test_kit.py", "test_labs.py",
                  "test_verdicts_outside.py", "test_browser_student.py", "test_sandbox.py",
-                 "test_browser_instructor.py", "test_lab5_kernels_checks.py",
+                 "test_browser_instructor.py", "test_lab5_wrong_work.py", "test_ptx.py",
                  "test_formgrader.py", "test_forkserver.py", "test_demo_cells.py",
                  "test_kernels_cuda.py", "test_gradescope.py", "test_exit_codes.py",
                  "test_cluster.py"]

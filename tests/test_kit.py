@@ -291,7 +291,7 @@ def _answered(kit_notebook, lab):
         if meta.get("solution"):
             cell.source = answers[meta["grade_id"]]
     nb.cells.append(nbformat.v4.new_code_cell(
-        "import importlib.util, json, sys\n"
+        "import importlib.util, json, sys\nimport mini\n"
         "print(json.dumps({'python': sys.executable, 'mini': mini.__file__,\n"
         "                  'autograder': importlib.util.find_spec('autograder') is not None}))"))
     return nb

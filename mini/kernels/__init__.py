@@ -12,7 +12,10 @@ The pieces (lab 5 builds them in this order):
 * ``mini.kernels.device``: whether CUDA kernels run on a GPU or on Numba's CUDA simulator (the
   ``MINI_CUDA`` environment variable: ``gpu``, ``simulator``, or unset to probe for a driver);
 * ``mini.kernels.backends``: ``CpuBackend`` and ``CudaBackend``, which plug the kernels into mini:
-  ``mini.set_backend("cpu")`` or ``with mini.use_backend("cuda"): ...``.
+  ``mini.set_backend("cpu")`` or ``with mini.use_backend("cuda"): ...``;
+* ``mini.kernels.ptx``: what a CUDA kernel compiles to for a real GPU (NVIDIA's compiler from its
+  wheels, no GPU needed), summarised: shared tiles, global and shared loads, barriers, float32
+  against float64.
 
 Submodules load on first use (``mini.kernels.cuda.matmul(a, b)`` works after
 ``import mini.kernels``), so that importing mini.kernels neither loads numba nor decides anything
