@@ -1,0 +1,208 @@
+"""Lab 3's checks catch the mistakes students make, and say which.
+
+Each wrong version below changes one fill-in's answer in the solution notebook.  One notebook
+holds a wrong version of every fill-in: no check of one fill-in runs another's (each gets
+stand-ins: pre-traced graphs, tables of local derivatives, answers the grader computes), so each
+costs its own test cell's points and nothing else, on both grading paths.  Some of them only the
+hidden checks see (a reflected operator recording its operands the wrong way round, a VJP that
+leaves its gradient broadcast, one wrong JVP).  The hidden checks are also run directly on the
+three mistakes that once scored full marks: a numerical_grad that never puts x[i] back, a
+make_vjp that traces fun again on every vjp(g), and a jacobian_reverse that traces once per row.
+"""
+import csv
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder import cli, probes, runner
+from autograder.checks import answer, case_for, checks_of, lab3, verify
+from autograder.runner import source_notebook
+
+LAB = "lab3_autodiff"
+
+# fill-in -> ([(code in its solution, its replacement)], a phrase of the message, or phrases)
+WRONG = {
+    "tracer": ([("    def __radd__(self, other):\n        return mini.add(other, self)",
+                 "    def __radd__(self, other):\n        return mini.add(self, other)")],
+               "['graph']['node 10 (add)']['parent_argnums'] is wrong"),
+    "add_outgrads": ([("    return prev_g + g", "    prev_g += g\n    return prev_g")],
+                     "add_outgrads changed its arguments"),
+    "unbroadcast": ([("    for axis, length in enumerate(shape):\n"            # leading axes only
+                      "        if length == 1 and g.shape[axis] != 1:\n"
+                      "            g = g.sum(axis=axis, keepdims=True)\n", "")],
+                    "returned shape (3, 4): the result must have the argument's shape (3, 1)"),
+    "elementwise_vjps": ([("1: lambda g, ans, x, y: _like_x(g * x, y)}",
+                           "1: lambda g, ans, x, y: g * x}")],            # not unbroadcast
+                         ("vjps[mini.multiply][1] on 9 argument shapes", "expected shape (")),
+    "shape_vjps": ([("    np.add.at(x_bar, index, g)", "    x_bar[index] = g")],
+                   "vjps[getitem][0](g, ans, (4,), (4,)) with g of shape (4,) is wrong"),
+    "log_softmax_vjp": ([("np.sum(g, axis=axis, keepdims=True)", "np.sum(g, axis=axis)")],
+                        "operands could not be broadcast together"),
+    "backward_pass": ([("grads[parent] = add_outgrads(grads.get(parent), share)",
+                        "grads[parent] = share")],
+                      "x1 feeds both x3 and x7"),
+    "make_vjp": ([("    def vjp(g):\n        return backward_pass(g, end)[start]",
+                   "    def vjp(g):\n        again = Box(x, name=\"x\")\n"
+                   "        return backward_pass(g, fun(again))[again]")],
+                 "fun ran 3 times: make_vjp should trace fun once"),
+    "grad": ([("return vjp(1.0)", "return vjp(np.ones_like(x))")],
+             "shaped like the OUTPUT"),
+    "numerical_grad": ([("        x[i] = original\n", "")],
+                       "x[0] was not put back before x[1] was shifted"),
+    "forward_mode": ([("1: lambda t, ans, x, y: -t * ans / y}",
+                       "1: lambda t, ans, x, y: t * ans / y}")],
+                     "the result['jvps[mini.divide][1](t, ans,"),
+}
+
+RETRACING_JACOBIAN = ("""    vjp, value = make_vjp(fun, np.asarray(x, dtype=float))
+    m = np.size(value)
+    rows = []
+    for i in range(m):
+""", """    m = np.size(fun(np.asarray(x, dtype=float)))
+    rows = []
+    for i in range(m):
+        vjp, value = make_vjp(fun, np.asarray(x, dtype=float))
+""")
+
+
+def _solution_with(wrong):
+    """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
+    nb = nbformat.read(source_notebook(LAB), as_version=4)
+    for cell in nb.cells:
+        replacements, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([], ""))
+        for old, new in replacements:
+            assert cell.source.count(old) == 1, old
+            cell.source = cell.source.replace(old, new)
+    return nb
+
+
+def _assert_named(fill_in, message):
+    """The message of ``fill_in``'s test cell says what WRONG expects it to."""
+    phrases = WRONG[fill_in][1]
+    for phrase in [phrases] if isinstance(phrases, str) else phrases:
+        assert phrase in message, (fill_in, message)
+
+
+def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
+    path = tmp_path / "wrong.ipynb"
+    nbformat.write(_solution_with(WRONG), path)
+    result = runner.grade_submission(path, LAB, "s", seed=11)
+    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    assert lost == dict(runner.test_cells(LAB))
+    outputs = {t.name: t.output for t in result.tests}
+    for fill_in in WRONG:
+        _assert_named(fill_in, outputs[f"test_{fill_in}"])
+
+
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", LAB, "--reveal", "needs"]) == 0
+    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
+    inbox.parent.mkdir(parents=True)
+    nbformat.write(_solution_with(WRONG), inbox)
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    monkeypatch.setenv("AUTOGRADER_SEED", "11")
+    assert cli.main(["autograde", LAB]) == 0
+    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
+    with open(tmp_path / "grades.csv") as file:
+        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    assert score == 0
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
+                           as_version=4)
+    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
+        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
+        for cell in graded.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+    for fill_in in WRONG:
+        _assert_named(fill_in, shown[f"test_{fill_in}"])
+
+
+def _namespace(fill_in, replacements):
+    """The solution's names as a kernel has them once ``fill_in``'s cell ran, that cell with
+    ``replacements`` made (demo and test cells are not run)."""
+    namespace = {"__name__": "__main__"}
+    for cell in nbformat.read(source_notebook(LAB), as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
+        if (cell.cell_type != "code" or "demo" in cell.metadata.get("tags", [])
+                or grade_id.startswith("test_")):
+            continue
+        source = cell.source
+        for old, new in replacements if grade_id == fill_in else ():
+            assert source.count(old) == 1, old
+            source = source.replace(old, new)
+        exec(compile(source, f"<{grade_id or 'cell'}>", "exec"), namespace)
+        if grade_id == fill_in:
+            return namespace
+    raise LookupError(fill_in)
+
+
+def _verdict(fill_in, check, namespace, seed=11):
+    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
+    number = checks_of(LAB)[fill_in].index(check)
+    case = case_for(check, seed, fill_in, number)
+    probes.lab_probes(LAB)
+    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_hidden_checks_catch_a_numerical_grad_that_never_puts_x_back(seed):
+    namespace = _namespace("numerical_grad", WRONG["numerical_grad"][0])
+    for check in (lab3.check_numerical_step, lab3.check_numerical_puts_entries_back):
+        with pytest.raises(AssertionError, match=r"\(a \. x\) \*\* 3.*is wrong at index"):
+            _verdict("numerical_grad", check, namespace, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_hidden_checks_catch_a_make_vjp_that_traces_on_every_vjp(seed):
+    namespace = _namespace("make_vjp", WRONG["make_vjp"][0])
+    with pytest.raises(AssertionError, match=r"the result\['fun ran'\] should be 'once', got str "
+                                             r"'4 times'"):
+        _verdict("make_vjp", lab3.check_make_vjp_matrix, namespace, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_hidden_checks_catch_a_jacobian_reverse_that_traces_once_per_row(seed):
+    namespace = _namespace("forward_mode", [RETRACING_JACOBIAN])
+    for check in [check for check in checks_of(LAB)["forward_mode"]
+                  if check.__name__.startswith("check_jacobian_reverse")]:
+        with pytest.raises(AssertionError, match=r"the result\['fun ran'\] should be 'once', got "
+                                                 r"str '\d+ times'"):
+            _verdict("forward_mode", check, namespace, seed)
+
+
+def test_a_wrong_jvp_and_a_wrong_dual_are_told_apart():
+    """With the grader's JVPs standing in, a wrong entry of the table fails the table's checks
+    only, and Dual.apply that keeps the last share fails the jvp checks only."""
+    wrong_entry = _namespace("forward_mode", WRONG["forward_mode"][0])
+    last_share = _namespace("forward_mode", [("tangent = tangent + jvps[prim][argnum]",
+                                              "tangent = jvps[prim][argnum]")])
+    with pytest.raises(AssertionError, match=r"jvps\[mini.divide\]\[1\]"):
+        _verdict("forward_mode", lab3.JVP_TABLE_CHECKS[3], wrong_entry)
+    for check in (lab3.check_jvp_layer, lab3.check_jvp_fan_out):
+        _verdict("forward_mode", check, wrong_entry)
+        with pytest.raises(AssertionError, match=r"the result\['tangent'\] is wrong"):
+            _verdict("forward_mode", check, last_share)
+    for check in lab3.JVP_TABLE_CHECKS:
+        _verdict("forward_mode", check, last_share)
+
+
+def _asked(fill_in, check, stand_in, *args, seed=11):
+    """What the grader answers when a probe of ``check``'s case asks ``stand_in`` for ``args``."""
+    case = case_for(check, seed, fill_in, checks_of(LAB)[fill_in].index(check))
+    return answer(case, {"stand_in": stand_in, "args": probes.to_plain(list(args))})
+
+
+def test_a_stand_in_answers_only_the_questions_of_its_own_case():
+    """mini's JVP of an elementwise primitive is the formula of its VJP, and the grader's
+    unbroadcast is the answer of a fill-in: asked at arguments that are not those of their own
+    case (another check's, harvested by a submission that runs its test cells out of order), they
+    refuse."""
+    x, y = np.full((2, 3), 2.0), np.full((2, 3), 3.0)
+    refused = _asked("forward_mode", lab3.check_jvp_layer, "jvp", "multiply", 0, x, x * y,
+                     [x, y], {})
+    assert "does not call it" in refused["refused"]
+    elementwise = lab3.ELEMENTWISE_CHECKS[0]
+    assert "refused" in _asked("elementwise_vjps", elementwise, "unbroadcast", np.ones((7, 5)),
+                               (7, 1))
