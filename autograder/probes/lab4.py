@@ -449,14 +449,13 @@ def stateful_counter(calls):
 
 
 def _asked_prune(grader):
-    """prune's stand-in: the grader orders the nodes the fetches depend on (sent as who reads
-    whom) and this returns them in that order."""
+    """prune's stand-in: the grader orders the nodes the fetches depend on (described) and this
+    returns them in that order."""
     def prune(fetches):
         fetches = listed(fetches, "prune's argument")
-        _, nodes = describe(fetches)
+        entries, nodes = describe(fetches)
         position = {id(node): i for i, node in enumerate(nodes)}
-        reads = [[position[id(parent)] for parent in node.parents] for node in nodes]
-        order = grader.stand_in("prune", reads, [position[id(fetch)] for fetch in fetches])
+        order = grader.stand_in("prune", entries, [position[id(fetch)] for fetch in fetches])
         return [nodes[i] for i in order]
     return prune
 

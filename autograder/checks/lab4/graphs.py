@@ -205,8 +205,7 @@ def names_of(entries):
 
 
 def prune_order(parents, fetches):
-    """prune's stand-in, answered here: mini's prune of the structure the student half sent
-    (who reads whom, by position), as positions."""
+    """mini's prune of a structure (who reads whom, by position), as positions."""
     if not isinstance(parents, list) or len(parents) > 20_000 or not isinstance(fetches, list):
         raise ValueError("prune's question should be two lists")
     nodes = [mini.Node(name=str(i)) for i in range(len(parents))]
@@ -216,16 +215,63 @@ def prune_order(parents, fetches):
     return [at[id(node)] for node in fw.prune([nodes[i] for i in fetches])]
 
 
-def folded(entries, fetches):
-    """fold_constants' stand-in, answered here: mini's fold_constants on the graph the student
-    half described, sent back as ``(description of the new nodes, position of each stand-in)``,
-    the nodes it was sent standing for themselves (``["original", i]``)."""
-    graph = fw.Graph()
-    nodes = built_back(entries, (), graph)
-    stand_ins = homed(fw.fold_constants([nodes[i] for i in fetches]), graph)
-    order = fw.prune(stand_ins)
-    at = {id(node): i for i, node in enumerate(order)}
-    return describe_nodes(order, nodes), [at[id(node)] for node in stand_ins]
+def asked_prune(known):
+    """prune's stand-in for a check: mini's prune of a graph the student half describes,
+    answered only for a graph made of that check's (``known``, a :class:`CaseGraph`)."""
+    def prune(entries, fetches):
+        known.holds(entries)
+        return prune_order(parents_of(entries), fetches)
+    return prune
+
+
+def asked_fold(known):
+    """fold_constants' stand-in for a check: mini's fold_constants on the graph the student half
+    described (made of that check's, ``known``), sent back as ``(description of the new nodes,
+    position of each stand-in)``, the nodes it was sent standing for themselves
+    (``["original", i]``).  The Constants it makes become the check's too."""
+    def fold_constants(entries, fetches):
+        known.holds(entries)
+        graph = fw.Graph()
+        nodes = built_back(entries, (), graph)
+        stand_ins = homed(fw.fold_constants([nodes[i] for i in fetches]), graph)
+        order = fw.prune(stand_ins)
+        at = {id(node): i for i, node in enumerate(order)}
+        answer = describe_nodes(order, nodes)
+        known.learn(answer)
+        return answer, [at[id(node)] for node in stand_ins]
+    return fold_constants
+
+
+class CaseGraph:
+    """The graph of one check, as the stand-ins it hands out may see it: its nodes, and copies of
+    them a pass makes (an Operation rebuilt on other parents), and what a stand-in handed out
+    for it (a folded Constant).  A graph that is not made of these is another check's, and the
+    stand-ins do not answer for it."""
+
+    def __init__(self, entries):
+        self.leaves, self.operations = set(), set()
+        self.learn(entries)
+
+    def learn(self, entries):
+        for entry in entries:
+            if isinstance(entry, list) and entry and entry[0] == "Operation":
+                self.operations.add(_operation_key(entry))
+            elif isinstance(entry, list) and entry and entry[0] != "original":
+                self.leaves.add(repr(entry))
+
+    def holds(self, entries):
+        """ValueError unless every described node is one of the check's, or a copy of one."""
+        if not isinstance(entries, list) or not all(
+                isinstance(entry, list) and entry and (
+                    repr(entry) in self.leaves if entry[0] != "Operation"
+                    else _operation_key(entry) in self.operations) for entry in entries):
+            raise ValueError("this stand-in answers for the graph of its own check only")
+
+
+def _operation_key(entry):
+    """An Operation's own part: kind, name, primitive, numbers, argument positions, keyword
+    arguments (not which nodes it reads: a pass's copy reads other ones)."""
+    return repr([*entry[:4], *entry[5:7]])
 
 
 # ---------------------------------------------------------------------------------------------

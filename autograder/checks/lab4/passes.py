@@ -15,9 +15,10 @@ import numpy as np
 import mini
 from mini import framework as fw
 from autograder.checks import Case
-from autograder.checks.lab4.graphs import (ancestors, copy_of, description_of, folded, homed,
+from autograder.checks.lab4.graphs import (ancestors, copy_of, description_of, homed,
                                            inputs, names_of, order_report, parents_of,
                                            program_nodes, prune_order, random_constant_program,
+                                           CaseGraph, asked_fold, asked_prune,
                                            random_program, student_graph, values_or_problem)
 from autograder.checks.programs import listing
 from autograder.probes.lab4 import NOT_MINIS, signature_pairs, stateful_counter
@@ -27,7 +28,7 @@ PASS_HINT = ("Walk prune(fetches) in order with a dict {node: stand-in}; a node'
              "[stand-in of each fetch]. Never change a node in place.")
 PASSES = {"fold_constants": fw.fold_constants,
           "eliminate_common_subexpressions": fw.eliminate_common_subexpressions}
-STAND_INS = {"prune": prune_order, "fold_constants": folded}
+STAND_INS = {"prune": asked_prune, "fold_constants": asked_fold}
 
 
 def _stand_ins_of(pass_name):
@@ -51,12 +52,12 @@ def _pass_case(what, entries, ends, pass_name, outcome, reference, extra=None, h
         graph, nodes, stand_ins = student_graph(entries, observed, primitives)
         return outcome(graph, nodes, stand_ins, observed, primitives)
 
-    stand_ins = _stand_ins_of(pass_name)
+    stand_ins, known = _stand_ins_of(pass_name), CaseGraph(entries)
     return Case(what=what, probe="pass_result",
                 inputs={"graph": entries, "fetches": ends, "pass_name": pass_name,
                         "stand_ins": list(stand_ins)},
                 expected=expected, interpret=interpret,
-                stand_ins={name: STAND_INS[name] for name in stand_ins},
+                stand_ins={name: STAND_INS[name](known) for name in stand_ins},
                 rtol=1e-9, atol=1e-12, hint=hint)
 
 
@@ -282,7 +283,7 @@ def _place_case(what, rng, by_hand, hint):
                 expected=expected,
                 interpret=lambda observed: report(observed["returned"], observed["devices"],
                                                   observed["graph otherwise unchanged"]),
-                stand_ins={"prune": prune_order}, hint=hint)
+                stand_ins={"prune": asked_prune(CaseGraph(entries))}, hint=hint)
 
 
 def _labels(entries):
