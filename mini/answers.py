@@ -5,7 +5,7 @@ mini is complete: lab 3's ``backward_pass`` is mini's own, lab 4's ``session_run
 :func:`answer` for a function, method, class or primitive, and with an :func:`answers` block around
 the derivatives registered in the table (a VJP is often a lambda).  The marks change nothing in
 the full mini that instructors and self-learners use.  They are read by the grader, which writes a
-*student edition* of mini (``autograder.edition``) for the kit students get and for every process
+*student edition* of mini for the kit students get and for every process
 that runs a student's code: there the body of every marked function of a lab not yet revealed
 says which lab asks for it (:func:`withheld`), so that no answer is in reach before its deadline.
 

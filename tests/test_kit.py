@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import tomllib
 import zipfile
@@ -88,16 +89,18 @@ def _text(path):
                              "notebooks, the data set and the environment files") from None
 
 
-def _public_lines(folder):
-    """What students receive by design: the kit's released notebooks."""
-    files = Path(folder).glob("labs/*/*.ipynb")
-    return "\n".join("\n".join(_lines(_text(path))) for path in files)
+def _public_lines(paths):
+    return "\n".join("\n".join(_lines(_text(path))) for path in paths)
 
 
 @functools.cache
-def _secrets(withheld, public):
+def _secrets(withheld, notebooks, code):
     """{passage or name: where it comes from} for all that a kit withholding the labs
-    ``withheld`` must not contain (``public``: what its released notebooks show)."""
+    ``withheld`` must not contain.  ``notebooks``: what the released notebooks show, given code
+    included; ``code``: the student edition of mini, which holds the same words and imports as
+    the grader's code (its answers are searched for apart, by ``working_answers`` and
+    ``code_passages``)."""
+    public = notebooks + "\n" + code
     public_words = set(re.findall(r"\w+", public))
     found = {"### BEGIN SOLUTION": "nbgrader's solution marker",
              "### BEGIN HIDDEN TESTS": "nbgrader's hidden-test marker"}
@@ -107,7 +110,7 @@ def _secrets(withheld, public):
             if notebook.parent.name in withheld:
                 for block in _between(cell.source, "### BEGIN SOLUTION", "### END SOLUTION"):
                     found.update({p: f"an answer in {where}" for p in _passages(_lines(block))
-                                  if p not in public})
+                                  if p not in notebooks})
             for block in _between(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"):
                 found.update({line: f"a hidden test in {where}" for line in _lines(block)})
     for module in sorted((ROOT / "autograder" / "checks").rglob("*.py")):
@@ -122,14 +125,20 @@ def _secrets(withheld, public):
     return found
 
 
-def leaks(folder, withheld):
-    """[(file, what it holds)] for every kit file holding a secret of a kit withholding the labs
-    ``withheld``, or named like the grader.
+def leaks(folder, withheld, released):
+    """[(file, what it holds)] for every file of the kit ``folder`` holding a secret of a kit
+    withholding the labs ``withheld``, or named like the grader (``released``: the folder of
+    the notebooks nbgrader released, whose text is public).
 
     A file is compared run by run of its lines (1 to WINDOW of them, spacing normalised), so
     an answer is found whatever its indentation, in a notebook, a module or a README.
     """
-    known = _secrets(tuple(sorted(withheld)), _public_lines(folder))
+    edition_folder = Path(tempfile.mkdtemp(prefix="edition-"))
+    edition.write(edition_folder, withheld)
+    known = _secrets(tuple(sorted(withheld)),
+                     _public_lines(sorted(Path(released).glob("*/*.ipynb"))),
+                     _public_lines(sorted(edition_folder.rglob("*.py"))))
+    shutil.rmtree(edition_folder)
     names = re.compile("|".join(rf"\b{s}\b" for s in known if re.fullmatch(r"\w+", s)))
     problems = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -179,7 +188,7 @@ def test_a_labs_kit_holds_no_answer_it_withholds_no_hidden_test_and_no_grader(ki
     code = code_passages(folder)
     for name in withheld:
         assert sorted(solution_passages(name) & code) == [], f"{name}'s answers in {lab}'s kit"
-    assert leaks(folder, withheld) == []
+    assert leaks(folder, withheld, kits[lab] / "release") == []
     notebook = folder / "labs" / lab / f"{lab}.ipynb"        # the notebook nbgrader released
     assert notebook.read_bytes() == (kits[lab] / "release" / lab / f"{lab}.ipynb").read_bytes()
     edition.write(tmp_path, withheld)
@@ -200,7 +209,7 @@ def test_the_search_finds_an_answer_a_hidden_test_or_the_checks_planted_in_a_kit
     shutil.copy(ROOT / "autograder" / "checks" / "lab2.py", folder / "mini" / "dags.py")
     (folder / "mini" / "copied.py").write_text(
         (ROOT / "mini" / "autodiff.py").read_text())              # the full mini's reverse pass
-    found = leaks(folder, _withheld("lab3_autodiff"))
+    found = leaks(folder, _withheld("lab3_autodiff"), kits["lab3_autodiff"] / "release")
     kinds = {(name, what.partition(":")[0]) for name, what in found}
     assert ("labs/lab3_autodiff/lab3_autodiff.ipynb",
             "an answer in solutions/lab3_autodiff/lab3_autodiff.ipynb") in kinds, found[:5]
