@@ -150,7 +150,7 @@ def confinement(writable, edition=None):
     if isolation() == "none" or not _landlock_works():
         return None
     system = [*SYSTEM, "/proc", "/sys", "/dev/urandom", "/dev/random", "/dev/zero"]
-    excluded = [Path(path) for path in other_differentiators()]
+    excluded = [Path(path).resolve() for path in other_differentiators()]
     readable, listable = [], []
     for folder in _outermost(_python_folders()):
         _allowed_except(folder, excluded, readable, listable)
@@ -161,11 +161,13 @@ def confinement(writable, edition=None):
 def _allowed_except(folder, excluded, readable, listable):
     """Add to ``readable`` what of ``folder`` may be read: all of it if none of ``excluded`` is
     inside, else each entry but those (Landlock's rules only allow, so a folder that holds an
-    excluded one is allowed entry by entry, and only listed itself)."""
+    excluded one is allowed entry by entry, and only listed itself).  Paths are compared where
+    their links lead, as Landlock's rules hold (a venv's ``lib64`` is its ``lib``)."""
+    folder = folder.resolve()
     inside = [path for path in excluded if path.is_relative_to(folder)]
     if not inside:
         readable.append(folder)
-    elif folder not in inside:
+    elif folder not in inside and folder not in listable:
         listable.append(folder)
         for entry in sorted(folder.iterdir()):
             _allowed_except(entry, inside, readable, listable)
