@@ -91,10 +91,11 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     home = folder / "home"
     home.mkdir(parents=True)
     Path(cover).mkdir(parents=True, exist_ok=True)
-    editions = {lab: str(edition.for_grading(lab)) for lab in sorted(labs)}
+    editions = {lab: edition.for_grading(lab) for lab in sorted(labs)}
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
               "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
-              "confinement": confinement, "cgroup": cgroup and str(cgroup), "editions": editions}
+              "confinement": confinement, "cgroup": cgroup and str(cgroup),
+              "editions": {lab: sandbox.seen_at(path) for lab, path in editions.items()}}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
     writable = [folder, runtime_dir, cover] + ([cgroup] if cgroup else [])   # kernels' cgroups

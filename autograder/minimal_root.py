@@ -6,9 +6,12 @@ root is a tmpfs that holds nothing of the host but what the command needs, each 
 
 * the system folders of ``LAYOUT["system"]`` (/usr, /etc, ...: a symlink among them, as where /usr
   is merged, stays a symlink), /sys, and the folders of ``LAYOUT["readonly"]`` (Python with its
-  packages, the grader, a student edition of mini: an item may be an environment variable,
-  ``$MINI_EDITION``), all read-only, with an empty folder over each of ``LAYOUT["covered"]``
+  packages, the grader), all read-only, with an empty folder over each of ``LAYOUT["covered"]``
   (packages student code must not import);
+* the student editions of mini of ``LAYOUT["editions"]``, read-only, each at
+  ``/editions/<its folder's name>`` (:data:`EDITIONS`) rather than where the host keeps it (in a
+  cache folder of the grader's home): an item may be an environment variable,
+  ``$MINI_EDITION``, which the command then finds set to that path;
 * /proc (a PID namespace's first process mounts its own over it, :mod:`autograder.pid_namespace`);
 * a /dev of its own: null, zero, full, random, urandom, tty, a private pts instance and an empty
   /dev/shm;
@@ -29,6 +32,7 @@ import sys
 
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 BUILD = "/tmp"          # where the new root is mounted while it is built
+EDITIONS = "/editions"  # where the student editions of mini are
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
 MNT_DETACH = 2
@@ -41,18 +45,30 @@ def main():
     layout, command = json.loads(sys.argv[1]), sys.argv[2:]
     writable = [_expanded(folder) for folder in layout["writable"]]
     readonly = [_expanded(folder) for folder in layout["readonly"]]
-    _build(layout["system"], readonly, writable, layout["covered"])
+    editions = {_expanded(item): inside(_expanded(item)) for item in layout["editions"]}
+    if len(set(editions.values())) < len(editions):
+        raise ValueError(f"two editions of one name: {layout['editions']}")
+    _build(layout["system"], readonly, writable, layout["covered"], editions)
     _switch_root()
+    for item in layout["editions"]:
+        if item.startswith("$"):
+            os.environ[item.strip("${}")] = inside(_expanded(item))
     os.chdir(writable[0] if writable else "/")
     os.execvp(command[0], command)
 
 
-def _build(system, readonly, writable, covered):
+def inside(edition):
+    """Where the root shows the student edition of mini the host keeps in ``edition``."""
+    return f"{EDITIONS}/{os.path.basename(os.path.normpath(edition))}"
+
+
+def _build(system, readonly, writable, covered, editions):
     """The new root, at ``BUILD``: each of the host's folders in it is bound through a descriptor
-    opened before the tmpfs there hides what /tmp held."""
+    opened before the tmpfs there hides what /tmp held; ``editions``: ``{host path: path in the
+    root}``."""
     system = [folder for folder in system if os.path.lexists(folder)]
     held = _opened(["/proc", "/sys", *(f"/dev/{name}" for name in DEVICES), *readonly, *writable,
-                    *(folder for folder in system if not os.path.islink(folder))])
+                    *editions, *(folder for folder in system if not os.path.islink(folder))])
     mount("none", BUILD, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
     for folder in system:
         if os.path.islink(folder):
@@ -65,6 +81,8 @@ def _build(system, readonly, writable, covered):
     _tmpfs("/tmp", "mode=1777,size=64m")
     for folder in readonly:
         _bind_readonly(held[folder], folder)
+    for folder, path in editions.items():
+        _bind_readonly(held[folder], path)
     for folder in covered:
         if os.path.isdir(BUILD + folder):
             mount("none", BUILD + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")

@@ -315,14 +315,15 @@ def _run_worker(cells, drawn, lab, limits):
     answers_read, answers_write = os.pipe()
     tasks = sandbox.user_tasks()
     student_mini = edition.for_grading(lab)
+    seen = sandbox.seen_at(student_mini)
     by_fill_in = {}
     for key, case in drawn.items():
         by_fill_in.setdefault(key.rsplit("/", 1)[0], []).append(case.task())
-    request = {"lab": lab, "edition": str(student_mini), "cells": cells, "tasks": by_fill_in,
+    request = {"lab": lab, "edition": seen, "cells": cells, "tasks": by_fill_in,
                "events_fd": events_write, "answers_fd": answers_read,
                "cell_seconds": limits.cell_seconds, "check_seconds": limits.check_seconds,
                "output_limit": limits.output_chars,
-               "confine": sandbox.confinement([scratch], student_mini),
+               "confine": sandbox.confinement([scratch], seen),
                "namespaces": sandbox.isolation() == "namespaces"}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
               "from autograder.worker import main; main()"]

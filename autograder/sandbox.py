@@ -37,7 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import REPO, capabilities, landlock
+from autograder import REPO, capabilities, landlock, minimal_root
 from autograder.minimal_root import MS_BIND, MS_RDONLY, MS_REMOUNT, mount  # noqa: F401 (forkserver)
 
 KERNEL_NAME = "mini-grader"
@@ -327,10 +327,11 @@ def empty_cgroup(folder):
 def sandboxed(command, keep=(), editions=()):
     """``command`` with no network, in a minimal root of its own (:mod:`autograder.minimal_root`):
     of the host's files only the system, Python with its packages (none of
-    :data:`OTHER_DIFFERENTIATORS`), the grader and the student editions of mini ``editions``,
-    read-only, and the folders ``keep``, read-write, each at its own path; the command starts in
-    the first (else in /).  An item of ``keep`` or ``editions`` may name an environment
-    variable (``"$MINI_KERNEL_HOME"``), read as the command starts.  The full mini is not
+    :data:`OTHER_DIFFERENTIATORS`) and the grader, read-only, the folders ``keep``, read-write,
+    each at its own path, and the student editions of mini ``editions``, read-only, each where
+    :func:`seen_at` says; the command starts in the first of ``keep`` (else in /).  An item of
+    ``keep`` or ``editions`` may name an environment variable (``"$MINI_KERNEL_HOME"``), read as
+    the command starts (an edition's is then set to where the command sees it).  The full mini is not
     there.  Unchanged where isolation is not ``namespaces``."""
     if isolation() != "namespaces":
         return command
@@ -338,11 +339,19 @@ def sandboxed(command, keep=(), editions=()):
 
 
 def _in_minimal_root(command, keep, editions=()):
-    layout = {"system": SYSTEM, "readonly": [*map(str, _root_folders()), *map(str, editions)],
-              "writable": list(map(str, keep)), "covered": other_differentiators()}
+    layout = {"system": SYSTEM, "readonly": list(map(str, _root_folders())),
+              "editions": list(map(str, editions)), "writable": list(map(str, keep)),
+              "covered": other_differentiators()}
     return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", sys.executable,
             "-I", "-S", str(Path(__file__).with_name("minimal_root.py")), json.dumps(layout),
             *command]
+
+
+def seen_at(edition):
+    """Where a sandboxed command (:func:`sandboxed`) finds the student edition of mini the host
+    keeps in ``edition``: at a path of its own in a minimal root (not in the grader's home, where
+    the host's cache is), where it is elsewhere."""
+    return minimal_root.inside(edition) if isolation() == "namespaces" else str(edition)
 
 
 def _root_folders():

@@ -76,6 +76,7 @@ try:                # the server only: a kernel started the usual way has the wo
     found["kill the server"] = "ok"
 except OSError as error:
     found["kill the server"] = "refused: " + type(error).__name__
+found["parent"] = found["parent"][:200]     # its command, not its long confinement argument
 print("FORK " + json.dumps(found))
 '''
 

@@ -58,10 +58,11 @@ def compiled(lab, description, argument_types, named=None):
     the compiler does not finish, ValueError if ``description`` is not one."""
     scratch = Path(tempfile.mkdtemp(prefix="mini-ptx-"))
     student_mini = edition.for_grading(lab)
+    seen = sandbox.seen_at(student_mini)
     request = {"description": description, "signature": argument_types, "named": named or {},
-               "cc": list(kernel_ptx.CC), "confine": sandbox.confinement([scratch], student_mini),
+               "cc": list(kernel_ptx.CC), "confine": sandbox.confinement([scratch], seen),
                "namespaces": sandbox.isolation() == "namespaces"}
-    python = [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{str(student_mini)!r}, "
+    python = [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{seen!r}, "
               f"{str(REPO)!r}]; from autograder.checks.ptx import main; main()"]
     tasks = sandbox.user_tasks()
     try:
