@@ -84,14 +84,16 @@ def _check_release(lab, released):
 
 
 def _package_files(lab):
-    """mini and this package: every module, mini's data, and of the checks only this lab's."""
-    other_checks = {f"{short_name(name)}.py" for name in LABS if name != lab}
+    """mini and this package: every module, mini's data, and of the checks only this lab's (a
+    module ``checks/labN.py`` or a package ``checks/labN/``)."""
+    other_checks = {short_name(name) for name in LABS if name != lab}
     for package in ("mini", "autograder"):
         for path in sorted((REPO / package).rglob("*")):
             parts = path.relative_to(REPO).parts
             if (path.is_file() and path.suffix in (".py", ".tsv")
                     and not any(part.startswith((".", "__pycache__")) for part in parts)
-                    and not (parts[:2] == ("autograder", "checks") and path.name in other_checks)):
+                    and not (parts[:2] == ("autograder", "checks")
+                             and Path(parts[2]).stem in other_checks)):
                 yield path
 
 
