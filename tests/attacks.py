@@ -4,8 +4,8 @@ checks' reports.  Shared by the tests of every grading path (tests/test_attacks.
 tests/test_hostile*.py).
 
 The cell runs before any fill-in.  It records what it finds, then leaves hooks that look again
-while the hidden checks run: a profile hook that walks the frames of every call (the probes and
-the worker's own loop included), an IPython input transformer that rewrites the report call of
+while the hidden checks run: a profile hook that looks into the frame of every Python call and
+of its caller (so every frame that calls anything: the probes' and the worker's own loop's), an IPython input transformer that rewrites the report call of
 each graded test cell (nbgrader path), and a replaced ``autograder.probes.run`` that reports,
 for every check, whatever the search found.  At the end of the notebook a second cell walks every
 object of the process (``gc``) for a function whose code is one of the full mini's answers, or
@@ -63,14 +63,15 @@ def has_callable(obj, name):   # its own attribute (not one made up on request, 
     own = getattr(obj, "__dict__", None)
     return isinstance(own, dict) and callable(own.get(name))
 
-def walk_frames(frame, event, arg):
-    while frame is not None:
-        for name, value in list(frame.f_locals.items()):
+def walk_frames(frame, event, arg):    # each Python call: the callee's frame and its caller's
+    if event != "call":
+        return
+    for frame in (frame, frame.f_back):
+        for name, value in list(frame.f_locals.items()) if frame is not None else ():
             if has_callable(value, "expected") or (
                     isinstance(value, (list, tuple)) and value
                     and has_callable(value[0], "expected")):
                 FOUND["frames"].append(f"{frame.f_code.co_name}:{name}")
-        frame = frame.f_back
 
 search_objects()
 '''

@@ -124,7 +124,8 @@ def test_the_forger_gains_nothing_through_the_gradescope_zip(tmp_path):
 
 def test_the_attack_would_find_the_full_mini_and_the_checks(tmp_path):
     """The search is not blind: run where the full mini and the grader half are loaded (a
-    self-learner's own process), it finds both."""
+    self-learner's own process), it finds both, and its profile hook finds a frame that holds
+    the checks' cases as soon as that frame calls anything."""
     nb = attacks.attacker(ROOT / "labs" / "lab2_graphs" / "lab2_graphs.ipynb")
     search = next(cell.source for cell in nb.cells if "ANSWER_CODES" in cell.source)
     namespace = {}
@@ -133,3 +134,16 @@ def test_the_attack_would_find_the_full_mini_and_the_checks(tmp_path):
          namespace)
     assert "backward_pass" in namespace["FOUND"]["answers"]
     assert "autograder.checks.lab2" in namespace["FOUND"]["grader modules"]
+
+    from autograder.checks import cases
+
+    def grader_loop(drawn):          # a frame that holds the cases, calling student code
+        for case in drawn:
+            len(str(case.inputs))
+            namespace["fingerprint"](namespace["fingerprint"].__code__)
+    sys.setprofile(namespace["walk_frames"])
+    try:
+        grader_loop(cases("lab2_graphs", "build_running_example", 0))
+    finally:
+        sys.setprofile(None)
+    assert "grader_loop:case" in namespace["FOUND"]["frames"]
