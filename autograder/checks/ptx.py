@@ -18,6 +18,7 @@ check compiles its kernel once, for float32 arguments, with the notebook's ``TIL
 ``THREADS`` set to the values here, so that what is expected does not depend on the notebook.
 """
 import ctypes
+import functools
 import json
 import math
 import os
@@ -56,11 +57,25 @@ def compiled(lab, description, argument_types, named=None):
     ``argument_types`` (``mini.kernels.ptx.signature``), ``named`` (``{label: source of a Python
     function}``) standing for the check's own functions; CompileError if it does not compile or
     the compiler does not finish, ValueError if ``description`` is not one."""
+    kernel = json.dumps({"description": description, "signature": argument_types,
+                         "named": named or {}, "cc": list(kernel_ptx.CC)})
+    summary = kernel_ptx.Summary.of(_ptx(lab, kernel))
+    if len(summary.loops) > MAX_LOOPS:          # reading them would take the grader a while
+        raise kernel_ptx.CompileError(f"its PTX has {len(summary.loops)} loops, more than any "
+                                      "kernel of the lab")
+    return summary
+
+
+@functools.lru_cache(maxsize=64)      # tens of kilobytes each, 2 MiB at most
+def _ptx(lab, kernel):
+    """The PTX of ``kernel`` (JSON: :func:`compiled`'s arguments), compiled in a process of its
+    own.  The same kernel compiles to the same PTX, so a batch compiles each kernel it meets once
+    (the checks of a fill-in that another broke send the same kernel again); a kernel that does
+    not compile is tried again, since the compiler may have run out of time on a busy machine."""
     scratch = Path(tempfile.mkdtemp(prefix="mini-ptx-"))
     student_mini = edition.for_grading(lab)
     seen = sandbox.seen_at(student_mini)
-    request = {"description": description, "signature": argument_types, "named": named or {},
-               "cc": list(kernel_ptx.CC), "confine": sandbox.confinement([scratch], seen),
+    request = {**json.loads(kernel), "confine": sandbox.confinement([scratch], seen),
                "namespaces": sandbox.isolation() == "namespaces"}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{seen!r}, "
               f"{str(REPO)!r}]; from autograder.checks.ptx import main; main()"]
@@ -79,11 +94,7 @@ def compiled(lab, description, argument_types, named=None):
     if "error" in reply:
         raise (ValueError if reply.get("kind") == "description" else kernel_ptx.CompileError)(
             reply["error"])
-    summary = kernel_ptx.Summary.of(reply["ptx"])
-    if len(summary.loops) > MAX_LOOPS:          # reading them would take the grader a while
-        raise kernel_ptx.CompileError(f"its PTX has {len(summary.loops)} loops, more than any "
-                                      "kernel of the lab")
-    return summary
+    return reply["ptx"]
 
 
 def _limited(tasks, cgroup):
