@@ -262,12 +262,13 @@ def join(cgroup, pid=None):
 
 
 def _new_cgroup(tasks):
-    for mount in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-        if not (mount / "cgroup.procs").is_file() or (mount / "cgroup.controllers").is_file() \
-                and "pids" not in (mount / "cgroup.controllers").read_text().split():
+    for hierarchy in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        controllers = hierarchy / "cgroup.controllers"
+        if not (hierarchy / "cgroup.procs").is_file() or controllers.is_file() \
+                and "pids" not in controllers.read_text().split():
             continue
-        _sweep(mount)
-        folder = mount / f"mini-grading-{os.getpid()}-{next(_cgroups)}"
+        _sweep(hierarchy)
+        folder = hierarchy / f"mini-grading-{os.getpid()}-{next(_cgroups)}"
         try:
             folder.mkdir()
             (folder / "pids.max").write_text(str(tasks))

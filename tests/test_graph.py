@@ -1,7 +1,6 @@
 """mini.graph: the running example of L05 slides 13-19, topological order, cycles, long chains."""
 import math
 
-import numpy as np
 import pytest
 
 import mini
