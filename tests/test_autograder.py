@@ -148,6 +148,27 @@ def test_formgrader_of_a_fresh_checkout_loads_without_the_venv_activated(tmp_pat
     assert (fresh / "gradebook.db").is_file()
 
 
+def test_nbgrader_own_command_line_grades_as_ours_does(tmp_path, monkeypatch):
+    """``nbgrader autograde`` run from autograder/ (an unsandboxed kernel with the full mini: the
+    grading benchmark's baseline) gives the sample students their scores too."""
+    lab = "lab1_learning"
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", lab]) == 0
+    kinds = {"full": "s_full", "bug": "s_bug"}
+    for kind, student in kinds.items():
+        samples.write(kind, lab, tmp_path / "release",
+                      tmp_path / "inbox" / student / f"{lab}.ipynb")
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    bin_folder = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["nbgrader", "autograde", lab], cwd=course.REPO / "autograder", env=env,
+                   check=True, capture_output=True, timeout=600)
+    scores = _nbgrader_scores(tmp_path)
+    assert {kind: scores[(student, lab)] for kind, student in kinds.items()} == {
+        kind: samples.expected_score(kind, lab) for kind in kinds}
+
+
 @pytest.mark.parametrize("command", ["release", "collect", "autograde", "grade", "feedback",
                                      "export", "demo"])
 def test_every_subcommand_has_help(command, capsys):
