@@ -20,6 +20,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -359,8 +360,9 @@ def _read_events(read_fd, answers_fd, drawn, process, seconds, step_seconds):
     buffer, received, events, reason = b"", 0, [], None
     os.set_blocking(read_fd, False)
     while True:
+        ready, _, _ = select.select([read_fd], [], [], 0.05)    # an answer waits for no tick
         try:
-            chunk = os.read(read_fd, 1 << 16)
+            chunk = os.read(read_fd, 1 << 16) if ready else None
         except BlockingIOError:
             chunk = None
         if chunk:
@@ -382,7 +384,8 @@ def _read_events(read_fd, answers_fd, drawn, process, seconds, step_seconds):
         if time.monotonic() > quiet_until:
             reason = f"one cell or check ran past {step_seconds:g} s, ignoring its time limit"
             break
-        time.sleep(0.002)
+        if chunk == b"":            # the pipe closed while the worker lives: wait for its exit
+            time.sleep(0.01)
     if reason is None and process.wait() != 0:
         reason = _exit_reason(process.returncode)
     elif reason is None and not any(event.get("event") == "output" for event in events):

@@ -71,11 +71,18 @@ def describe(kernel, named=None):
 def _function(function, named, depth):
     code, values = function.__code__, function.__globals__
     return {"name": function.__name__,
-            "code": base64.b64encode(marshal.dumps(code)).decode(),
+            "code": base64.b64encode(marshal.dumps(_unfiled(code))).decode(),
             "globals": {name: _reference(name, values[name], named, depth)
                         for name in sorted(globals_read(code)) if name in values},
             "closure": [_reference(name, _contents(cell), named, depth)
                         for name, cell in zip(code.co_freevars, function.__closure__ or ())]}
+
+
+def _unfiled(code):
+    """``code`` without the name of the file it came from (a notebook's kernel names each cell
+    by a temporary file of its own process): a kernel is described alike wherever it runs."""
+    consts = tuple(_unfiled(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename="<kernel>", co_consts=consts)
 
 
 def globals_read(code):
