@@ -183,3 +183,12 @@ def test_the_solution_passes_every_hidden_check_on_several_seeds():
         for check in checks:
             for seed in (3, 4):
                 _verdict(fill_in, check, namespace, seed)
+
+
+@pytest.mark.parametrize("seed", [31, 41])
+def test_a_copy_named_in_the_same_graph_is_still_the_copy_of_its_node(seed):
+    """Seeds whose random graph makes the pass's copy in the graph that holds the original: the
+    copy is named ``v9_1`` beside ``v9``, and is still a copy (it once failed a correct pass)."""
+    namespace = _namespace("eliminate_common_subexpressions", [])
+    for check in checks_of(LAB)["eliminate_common_subexpressions"]:
+        _verdict("eliminate_common_subexpressions", check, namespace, seed)

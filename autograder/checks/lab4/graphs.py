@@ -9,6 +9,7 @@ operation joins its parents' graph).  Nothing here ever runs an Operation with a
 backend is swapped either.
 """
 import collections
+import re
 
 import numpy as np
 
@@ -270,8 +271,11 @@ class CaseGraph:
 
 def _operation_key(entry):
     """An Operation's own part: kind, name, primitive, numbers, argument positions, keyword
-    arguments (not which nodes it reads: a pass's copy reads other ones)."""
-    return repr([*entry[:4], *entry[5:7]])
+    arguments (not which nodes it reads: a pass's copy reads other ones, nor the count a graph
+    adds to a name it holds already: a copy made in the same graph is ``v9_1`` beside ``v9``)."""
+    kind, name, *rest = entry[:4]
+    return repr([kind, re.sub(r"_\d+$", "", name) if isinstance(name, str) else name, *rest,
+                 *entry[5:7]])
 
 
 # ---------------------------------------------------------------------------------------------
