@@ -31,7 +31,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Type
 
 from autograder import hidden
-from autograder.checks import answer, cases, checks_of, new_seed
+from autograder.checks import answer, cases, checks_of, new_seed, ptx
 from autograder.labs import LABS
 from autograder.runner import names_tests_read, skips_demo
 
@@ -188,6 +188,10 @@ class VerdictsOutsideKernel(ResilientExecute):
     """
 
     _answering = None           # the cases of the test cell that is running
+
+    def preprocess(self, nb, resources=None, km=None):
+        with ptx.one_submission():          # lab 5's kernels: one compiling process
+            return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
         tested = _tested(cell, resources)

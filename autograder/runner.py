@@ -18,6 +18,7 @@ last is marked as failed with the reason, and a fresh worker carries on after it
 import ast
 import ctypes
 import dataclasses
+import functools
 import json
 import os
 import select
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.checks import answer, cases, verify
+from autograder.checks import answer, cases, ptx, verify
 from autograder import edition, sandbox
 from autograder.hidden import visible_part
 from autograder.sandbox import REPO, Limits
@@ -85,9 +86,20 @@ def source_notebook(lab):
     return REPO / "solutions" / lab / f"{lab}.ipynb"
 
 
+def _source(lab):
+    """The lab's source notebook, read once per version of its file (shared: never changed)."""
+    path = source_notebook(lab)
+    return _read_source(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_source(path, version):
+    return nbformat.read(path, as_version=4)
+
+
 def test_cells(lab):
     """``[(grade_id, points)]`` of the lab's test cells, from the source notebook."""
-    nb = nbformat.read(source_notebook(lab), as_version=4)
+    nb = _source(lab)
     return [(meta["grade_id"], float(meta.get("points", 0)))
             for meta in (cell.metadata.get("nbgrader", {}) for cell in nb.cells)
             if meta.get("grade") and not meta.get("solution")]
@@ -108,7 +120,7 @@ def read_notebook(notebook_path, lab):
                          "submit the lab's notebook as saved by Jupyter (nbformat 4)")
     ids = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells}
     expected = {cell.metadata.get("nbgrader", {}).get("grade_id")
-                for cell in nbformat.read(source_notebook(lab), as_version=4).cells} - {None}
+                for cell in _source(lab).cells} - {None}
     if not ids & expected:
         raise ValueError(f"{notebook_path.name} is not a {lab} notebook: none of its cells belong "
                          "to that lab")
@@ -127,7 +139,7 @@ def cells_to_run(notebook_path, lab):
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
     nb = read_notebook(notebook_path, lab)
-    source = nbformat.read(source_notebook(lab), as_version=4)
+    source = _source(lab)
     order = [cell.metadata["nbgrader"]["grade_id"] for cell in source.cells
              if "grade_id" in cell.metadata.get("nbgrader", {})]
     tests = {grade_id for grade_id, _ in test_cells(lab)}
@@ -178,7 +190,7 @@ def _visible_tests(lab):
     """``{test cell id: its visible part}``, from the source notebook."""
     tests = {grade_id for grade_id, _ in test_cells(lab)}
     return {cell.metadata["nbgrader"]["grade_id"]: visible_part(cell.source)
-            for cell in nbformat.read(source_notebook(lab), as_version=4).cells
+            for cell in _source(lab).cells
             if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
 
 
@@ -188,18 +200,20 @@ before Python 3.11.8 and 3.12.1 two parses at once could fail with "SystemError:
 constructor recursion depth mismatch" (CPython issue 106905), which ended the whole batch."""
 
 
+@functools.lru_cache(maxsize=1024)      # a released cell is the same in every submission
 def _names(source, context):
     """The names ``source`` reads (``ast.Load``, anywhere) or binds in the notebook's namespace
     (``ast.Store``: assignments, functions, classes and imports outside any function or class
-    body, and names a function declares ``global``); None for code that does not parse."""
+    body, and names a function declares ``global``), a frozenset; None for code that does not
+    parse."""
     try:
         with _PARSING:
             tree = ast.parse(source)
     except SyntaxError:
         return None
     if context is ast.Load:
-        return {node.id for node in ast.walk(tree)
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+        return frozenset(node.id for node in ast.walk(tree)
+                         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
     names = {name for node in ast.walk(tree) if isinstance(node, ast.Global)
              for name in node.names}
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -222,7 +236,7 @@ def _names(source, context):
                         for part in (generator.iter, *generator.ifs))
         else:
             todo.extend(ast.iter_child_nodes(node))
-    return names
+    return frozenset(names)
 
 
 def _binds_any(source, names):
@@ -242,25 +256,29 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
     except ValueError as error:
         cells = None
         notes.append(str(error))
-    outcomes = (_run_workers(cells, drawn, lab, limits, notes, visible_failures)
-                if cells is not None else {})
+    with ptx.one_submission():              # lab 5's kernels: one compiling process
+        outcomes = (_run_workers(cells, drawn, lab, limits, notes, visible_failures)
+                    if cells is not None else {})
+        tests = [_verdict(grade_id, points, drawn, outcomes, visible_failures)
+                 for grade_id, points in test_cells(lab)]
     notes.append(sandbox.isolation_note())
-
-    tests = []
-    for grade_id, points in test_cells(lab):
-        fill_in = grade_id[len("test_"):]
-        failures = []
-        if fill_in in visible_failures:
-            failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
-        for key in [key for key in drawn if key.rsplit("/", 1)[0] == fill_in] if not failures else ():
-            outcome = outcomes.get(key, {"error": "NotGraded: the notebook could not be run"})
-            try:
-                verify(drawn[key], outcome)
-            except AssertionError as error:
-                failures.append(str(error))
-        output = "All checks passed." if not failures else failures[0]
-        tests.append(TestResult(grade_id, 0.0 if failures else points, points, output))
     return SubmissionResult(student, lab, seed, tests, notes)
+
+
+def _verdict(grade_id, points, drawn, outcomes, visible_failures):
+    """The :class:`TestResult` of one test cell: its visible tests, then each of its checks."""
+    fill_in = grade_id[len("test_"):]
+    failures = []
+    if fill_in in visible_failures:
+        failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
+    for key in [key for key in drawn if key.rsplit("/", 1)[0] == fill_in] if not failures else ():
+        outcome = outcomes.get(key, {"error": "NotGraded: the notebook could not be run"})
+        try:
+            verify(drawn[key], outcome)
+        except AssertionError as error:
+            failures.append(str(error))
+    output = "All checks passed." if not failures else failures[0]
+    return TestResult(grade_id, 0.0 if failures else points, points, output)
 
 
 def _run_workers(cells, drawn, lab, limits, notes, visible_failures):

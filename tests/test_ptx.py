@@ -311,7 +311,59 @@ def test_what_is_not_a_description_is_refused(broken):
         ptx.rebuild({**ptx.describe(kernel), **broken})
 
 
-def test_a_code_object_that_breaks_the_compiler_costs_its_check_only(monkeypatch):
+def test_a_kernel_compiles_once_for_every_grading_process(monkeypatch, tmp_path):
+    """The PTX is kept on disk: another process (here: this one, its memory cleared) reads it
+    there and compiles nothing; a kernel that did not compile is not kept."""
+    monkeypatch.setenv("MINI_CACHE_DIR", str(tmp_path))
+    compiled_ptx._ptx.cache_clear()
+    signature = [["float32", 2]] * 3
+    first = compiled_ptx.compiled("lab5", ptx.describe(tiled), signature)
+    kept, = (tmp_path / "ptx").rglob("*.ptx")
+
+    def compiler(*_):
+        raise AssertionError("compiled again")
+    with monkeypatch.context() as patched:
+        patched.setattr(compiled_ptx, "_compile", compiler)
+        compiled_ptx._ptx.cache_clear()
+        again = compiled_ptx.compiled("lab5", ptx.describe(tiled), signature)
+    assert again.per_step(TILE) == first.per_step(TILE) and again.shared == first.shared
+
+    with pytest.raises(ptx.CompileError):
+        compiled_ptx.compiled("lab5", ptx.describe(matmul_with_numpy), signature)
+    assert list((tmp_path / "ptx").rglob("*.ptx")) == [kept]
+    compiled_ptx._ptx.cache_clear()
+
+
+def test_one_submission_s_kernels_share_a_compiling_process_no_other_submission_s(monkeypatch,
+                                                                                   tmp_path):
+    monkeypatch.setenv("MINI_CACHE_DIR", str(tmp_path))
+    compiled_ptx._ptx.cache_clear()
+    started = []
+
+    class Counted(compiled_ptx._Compiler):
+        def __init__(self, student_mini):
+            super().__init__(student_mini)
+            started.append(self.process)
+    monkeypatch.setattr(compiled_ptx, "_Compiler", Counted)
+    matmul = [["float32", 2]] * 3
+    with compiled_ptx.one_submission():
+        compiled_ptx.compiled("lab5", ptx.describe(tiled), matmul)
+        with pytest.raises(ptx.CompileError):           # an answer, not a failure: it goes on
+            compiled_ptx.compiled("lab5", ptx.describe(matmul_with_numpy), matmul)
+        naive = compiled_ptx.compiled("lab5", ptx.describe(naive_beside_a_tile), matmul)
+        assert len(started) == 1 and started[0].poll() is None
+    assert started[0].poll() is not None                # stopped with its submission
+    assert naive.per_step(TILE)["global loads"] == 2 * TILE
+    with compiled_ptx.one_submission():
+        compiled_ptx.compiled("lab5", ptx.describe(tiled_over_block_dim), matmul)
+    assert len(started) == 2
+    compiled_ptx._ptx.cache_clear()
+
+
+def test_a_code_object_that_breaks_the_compiler_costs_its_check_only(monkeypatch, tmp_path):
+    monkeypatch.setenv("MINI_CACHE_DIR", str(tmp_path))      # nothing compiled before counts
+    compiled_ptx._ptx.cache_clear()
+
     def kernel(x, out):
         out[0] = x[0]
     description = ptx.describe(kernel)

@@ -472,12 +472,11 @@ def _traced(program):
     return nodes[steps[-1][0]], nodes
 
 
-def local_jacobians(program):
-    """``{node: [J, ...]}`` for every operation of ``program`` traced with mini's Box, one ``J``
-    per parent, in the order of its parents: the matrix of the node's partial derivatives by that
-    argument, (output size) x (argument size), as nested lists; row i is mini's VJP of the
-    one-hot g of output entry i."""
-    _, nodes = _traced(program)
+def local_jacobians(nodes):
+    """``{node: [J, ...]}`` for every operation of a program traced with mini's Box (``nodes``,
+    :func:`_traced`'s), one ``J`` per parent, in the order of its parents: the matrix of the
+    node's partial derivatives by that argument, (output size) x (argument size), as nested
+    lists; row i is mini's VJP of the one-hot g of output entry i."""
     jacobians = {}
     for name, node in nodes.items():
         if node.fun is None:
@@ -500,28 +499,24 @@ def _backward_case(rng, program, what, only=None, hint=BACKWARD_HINT, shown=""):
     program traced with mini's Box, node by node, listed in reverse topological order, so that
     the first difference reported is the first place where the backward sweep went wrong (or
     only the nodes named in ``only``); ``shown`` is added to the description."""
-    end_shape = np.shape(_traced(program)[0].value)
-    g = float(rng.standard_normal()) if end_shape == () else rng.standard_normal(end_shape)
-
-    def expected():
-        end, nodes = _traced(program)
-        grads = mini.backward_pass(g, end)
-        keep = [nodes[name] for name in only] if only else reversed(mini.toposort(end))
-        return {node_key(node): grads.get(node, MISSING) for node in keep}
-
-    return Case(what=what + f", g = {_describe(g)}" + shown, probe="backward_pass_gradients",
-                inputs={"program": program, "jacobians": local_jacobians(program), "g": g,
-                        "only": only},
-                expected=expected, stand_ins={"add_outgrads": _add_outgrads_answered(program, g)},
-                hint=hint)
-
-
-def _add_outgrads_answered(program, g):
-    """add_outgrads' stand-in for a backward_pass check: ``prev_g + share``, answered only for
-    the shares a correct reverse pass of this case's program sends to a node (one of them, and
-    the sum of some others of the same node), so for no other check's arrays."""
     end, nodes = _traced(program)
+    g = float(rng.standard_normal()) if np.shape(end.value) == () else rng.standard_normal(
+        np.shape(end.value))
     grads = mini.backward_pass(g, end)
+    keep = [nodes[name] for name in only] if only else reversed(mini.toposort(end))
+    expected = {node_key(node): grads.get(node, MISSING) for node in keep}
+    return Case(what=what + f", g = {_describe(g)}" + shown, probe="backward_pass_gradients",
+                inputs={"program": program, "jacobians": local_jacobians(nodes), "g": g,
+                        "only": only},
+                expected=lambda: expected,
+                stand_ins={"add_outgrads": _add_outgrads_answered(nodes, grads)}, hint=hint)
+
+
+def _add_outgrads_answered(nodes, grads):
+    """add_outgrads' stand-in for a backward_pass check: ``prev_g + share``, answered only for
+    the shares a correct reverse pass of this case's program (``nodes``, their ``grads``) sends
+    to a node (one of them, and the sum of some others of the same node), so for no other
+    check's arrays."""
     shares = {}
     for node in nodes.values():
         if node.fun is not None:
@@ -999,7 +994,9 @@ def _same_arguments(given, known):
     its repr)."""
     def same(a, b):
         if isinstance(b, (int, float, np.ndarray)) and not isinstance(b, bool):
-            return np.shape(a) == np.shape(b) and np.allclose(a, b, rtol=1e-9, atol=1e-12)
+            a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+            return a.shape == b.shape and bool(np.all(
+                (a == b) | (np.abs(a - b) <= 1e-12 + 1e-9 * np.abs(b))))
         return repr(a) == repr(b)
     try:
         return len(given) == len(known) and all(map(same, given, known))

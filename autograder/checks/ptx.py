@@ -3,11 +3,12 @@ as facts in the lab's words, and the checks of each kernel's facts (grader half)
 
 The student half (``autograder.probes.lab5``) sends a kernel as plain data
 (``mini.kernels.ptx.describe``: its code object and the values it reads).  It is compiled here in
-a process of its own that runs nothing of the student's but the compiler on that code: sandboxed
-as a grading worker (``autograder.sandbox.sandboxed``, with the lab's student edition of mini as
-its only mini), under limits on time, memory, file size and processes, and sealed off (the grader
-covered, Landlock, no capabilities) before it unpacks the code.  A code object may crash or hang
-the compiler, or make it write pages of PTX: that costs the check it belongs to, and nothing else.
+a process that runs nothing of the student's but the compiler on that code, and compiles no other
+student's kernels: sandboxed as a grading worker (``autograder.sandbox.sandboxed``, with the lab's
+student edition of mini as its only mini), under limits on time, memory, file size and processes,
+and sealed off (the grader covered, Landlock, no capabilities) before it unpacks the code.  A code
+object may crash or hang the compiler, or make it write pages of PTX: that costs the check it
+belongs to, and nothing else.
 The PTX is read here with ``mini.kernels.ptx.Summary``, the reading students run on their own
 kernels in the lab.
 
@@ -17,16 +18,22 @@ found where it is not what the lab asks; the lab's kernel has the facts the chec
 check compiles its kernel once, for float32 arguments, with the notebook's ``TILE`` and
 ``THREADS`` set to the values here, so that what is expected does not depend on the notebook.
 """
+import contextlib
 import ctypes
 import functools
+import hashlib
+import importlib.metadata
 import json
 import math
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from mini.kernels import ptx as kernel_ptx
@@ -68,33 +75,159 @@ def compiled(lab, description, argument_types, named=None):
 
 @functools.lru_cache(maxsize=64)      # tens of kilobytes each, 2 MiB at most
 def _ptx(lab, kernel):
-    """The PTX of ``kernel`` (JSON: :func:`compiled`'s arguments), compiled in a process of its
-    own.  The same kernel compiles to the same PTX, so a batch compiles each kernel it meets once
-    (the checks of a fill-in that another broke send the same kernel again); a kernel that does
-    not compile is tried again, since the compiler may have run out of time on a busy machine."""
-    scratch = Path(tempfile.mkdtemp(prefix="mini-ptx-"))
+    """The PTX of ``kernel`` (JSON: :func:`compiled`'s arguments).  The same kernel compiles to
+    the same PTX, so it is compiled once and kept, in this process and on disk (:func:`_kept`),
+    where every grading process finds it: a batch compiles each kernel it meets once (most
+    students' kernels are alike, and the checks of a fill-in that another broke send the same
+    kernel again).  A kernel that does not compile is tried again, since the compiler may have
+    run out of time on a busy machine."""
     student_mini = edition.for_grading(lab)
-    seen = sandbox.seen_at(student_mini)
-    request = {**json.loads(kernel), "confine": sandbox.confinement([scratch], seen),
-               "namespaces": sandbox.isolation() == "namespaces"}
-    python = [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{seen!r}, "
-              f"{str(REPO)!r}]; from autograder.checks.ptx import main; main()"]
-    tasks = sandbox.user_tasks()
+    kept = _kept(student_mini, kernel)
     try:
-        with sandbox.task_cgroup(COMPILE_LIMITS.processes) as cgroup:
-            process = subprocess.Popen(
-                sandbox.sandboxed(python, keep=[scratch], editions=[student_mini]),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                cwd=scratch, env={**sandbox.student_environment(scratch),
-                                  "NUMBA_ENABLE_CUDASIM": "0"},
-                start_new_session=True, preexec_fn=lambda: _limited(tasks, cgroup))
-            reply = _reply(process, json.dumps(request).encode())
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        return kept.read_text()
+    except OSError:
+        ptx = _compile(student_mini, kernel)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, partial = tempfile.mkstemp(prefix=".partial-", dir=kept.parent)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(ptx)
+    os.replace(partial, kept)                # whole or not at all, whoever writes it first
+    return ptx
+
+
+def _kept(student_mini, kernel):
+    """Where the PTX of ``kernel`` compiled with ``student_mini`` is kept: in the grader's cache
+    (``autograder.edition.cache``, which no process running student code can read or write),
+    under the edition (its name is the digest of mini's source), the compiler's version and
+    this module's source (the compiling process runs its :func:`main`)."""
+    versions = [importlib.metadata.version(name) for name in ("numba", "numba-cuda")]
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(json.dumps([versions, kernel]).encode())
+    return edition.cache() / "ptx" / student_mini.name / f"{digest.hexdigest()}.ptx"
+
+
+def _compile(student_mini, kernel):
+    """Compile ``kernel``: by the compiling process of the submission being verified
+    (:func:`one_submission`), else by a process of its own."""
+    compilers = getattr(_submission, "compilers", None)
+    if compilers is None:
+        with contextlib.closing(_Compiler(student_mini)) as compiler:
+            reply = compiler.ask(kernel)
+    else:
+        compiler = compilers.get(student_mini)
+        if compiler is None or not compiler.alive():
+            compiler = compilers[student_mini] = _Compiler(student_mini)
+        reply = compiler.ask(kernel)
     if "error" in reply:
         raise (ValueError if reply.get("kind") == "description" else kernel_ptx.CompileError)(
             reply["error"])
     return reply["ptx"]
+
+
+_submission = threading.local()
+
+
+@contextlib.contextmanager
+def one_submission():
+    """While one submission's checks are verified (in this thread): its kernels are compiled by
+    one process, started for the first of them that is not kept already, and stopped at the
+    end.  A compiling process never serves two students; starting one (Python, numba, the
+    compiler's first run) costs several times what a kernel of the lab takes to compile."""
+    _submission.compilers = {}
+    try:
+        yield
+    finally:
+        for compiler in _submission.compilers.values():
+            compiler.close()
+        _submission.compilers = None
+
+
+class _Compiler:
+    """A compiling process: sandboxed like a grading worker, under :data:`COMPILE_LIMITS`, sealed
+    off before it unpacks its first kernel.  It answers one request at a time; one that crashes
+    it, hangs it or sends back what is not a reply costs that request alone: the process is
+    stopped, and the next request starts another."""
+
+    def __init__(self, student_mini):
+        self.scratch = Path(tempfile.mkdtemp(prefix="mini-ptx-"))
+        seen = sandbox.seen_at(student_mini)
+        sealing = {"confine": sandbox.confinement([self.scratch], seen),
+                   "namespaces": sandbox.isolation() == "namespaces"}
+        python = [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{seen!r}, "
+                  f"{str(REPO)!r}]; from autograder.checks.ptx import main; main()"]
+        tasks = sandbox.user_tasks()
+        self.cgroup = contextlib.ExitStack()
+        try:
+            cgroup = self.cgroup.enter_context(sandbox.task_cgroup(COMPILE_LIMITS.processes))
+            self.process = subprocess.Popen(
+                sandbox.sandboxed(python, keep=[self.scratch], editions=[student_mini]),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=self.scratch, env={**sandbox.student_environment(self.scratch),
+                                       "NUMBA_ENABLE_CUDASIM": "0"},
+                start_new_session=True, preexec_fn=lambda: _limited(tasks, cgroup))
+        except BaseException:
+            self.cgroup.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
+        self._send(sealing)
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def ask(self, kernel):
+        """The reply to ``kernel`` (JSON), read within the time limit and up to
+        :data:`MAX_REPLY_CHARS`: ``{"ptx": ...}`` or ``{"error": ...}``."""
+        seconds = COMPILE_LIMITS.worker_seconds
+        if not self._send(json.loads(kernel)):
+            return self._failed()
+        line, deadline, fd = b"", time.monotonic() + seconds, self.process.stdout.fileno()
+        while not line.endswith(b"\n") and len(line) <= MAX_REPLY_CHARS:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                return {"error": f"the compiler did not finish within {seconds:g} s"}
+            chunk = os.read(fd, 2**16)
+            if not chunk:
+                break
+            line += chunk
+        try:
+            reply = json.loads(line[:MAX_REPLY_CHARS])
+            if isinstance(reply, dict) and (isinstance(reply.get("ptx"), str)
+                                            or isinstance(reply.get("error"), str)):
+                return reply
+        except ValueError:
+            pass
+        return self._failed()
+
+    def _send(self, request):
+        try:
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
+            return True
+        except OSError:
+            return False
+
+    def _failed(self):
+        self.close()
+        code = self.process.returncode
+        why = (f"was stopped ({signal.Signals(-code).name})" if code < 0
+               else f"exited with status {code}")
+        return {"error": f"the compiler {why} without an answer"}
+
+    def close(self):
+        """Stop the process and everything it started; remove its scratch folder."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.cgroup.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _limited(tasks, cgroup):
@@ -104,57 +237,35 @@ def _limited(tasks, cgroup):
     sandbox.set_limits(COMPILE_LIMITS.rlimits(), tasks)
 
 
-def _reply(process, request):
-    """What the compiling process sends back, read within the time limit and up to
-    :data:`MAX_REPLY_CHARS`; the process is stopped either way."""
-    seconds = COMPILE_LIMITS.worker_seconds
-    try:
-        out, _ = process.communicate(request, timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return {"error": f"the compiler did not finish within {seconds:g} s"}
-    finally:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        process.wait()
-    try:
-        reply = json.loads(out[:MAX_REPLY_CHARS])
-        if isinstance(reply, dict) and (isinstance(reply.get("ptx"), str)
-                                        or isinstance(reply.get("error"), str)):
-            return reply
-    except ValueError:
-        pass
-    why = (f"was stopped ({signal.Signals(-process.returncode).name})"
-           if process.returncode < 0 else f"exited with status {process.returncode}")
-    return {"error": f"the compiler {why} without an answer"}
-
-
 def main():
-    """The compiling process: a request on stdin (:func:`compiled`), the reply on stdout, one
-    JSON object.  numba (the real one, not the simulator) is loaded and the process sealed off
-    before the kernel's code is unpacked; what the compiler prints goes nowhere."""
-    reply_fd, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    request = json.loads(sys.stdin.read())
+    """The compiling process: on stdin, how to seal itself off, then requests (:func:`compiled`'s
+    kernel), one JSON object a line; on stdout, a reply to each, one JSON object a line.  numba
+    (the real one, not the simulator) is loaded and the process sealed off before a kernel's code
+    is unpacked; what the compiler prints goes nowhere."""
+    replies, devnull = os.fdopen(os.dup(1), "w"), os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    sealing = json.loads(sys.stdin.readline())
     from numba import cuda  # noqa: F401 (loaded before the seal, with the simulator off)
-    named = {label: eval(source, {"math": math}) for label, source in request["named"].items()}
-    sandbox.seal_off(request["confine"], request["namespaces"])
-    try:
-        reply = {"ptx": kernel_ptx.compile_description(request["description"],
-                                                       request["signature"], named,
-                                                       request["cc"])}
-    except kernel_ptx.CompileError as error:
-        reply = {"error": str(error)}
-    except ValueError as error:
-        reply = {"error": str(error), "kind": "description"}
-    text = json.dumps(reply)
-    if len(text) > MAX_REPLY_CHARS:
-        text = json.dumps({"error": f"its PTX has {len(reply['ptx'])} characters, more than any "
-                                    "kernel of the lab"})
-    with os.fdopen(reply_fd, "w") as out:
-        out.write(text)
+    sandbox.seal_off(sealing["confine"], sealing["namespaces"])
+    for line in sys.stdin:
+        request = json.loads(line)
+        named = {label: eval(source, {"math": math})
+                 for label, source in request["named"].items()}
+        try:
+            reply = {"ptx": kernel_ptx.compile_description(request["description"],
+                                                           request["signature"], named,
+                                                           request["cc"])}
+        except kernel_ptx.CompileError as error:
+            reply = {"error": str(error)}
+        except ValueError as error:
+            reply = {"error": str(error), "kind": "description"}
+        text = json.dumps(reply)
+        if len(text) > MAX_REPLY_CHARS:
+            text = json.dumps({"error": f"its PTX has {len(reply['ptx'])} characters, more than "
+                                        "any kernel of the lab"})
+        replies.write(text + "\n")
+        replies.flush()
 
 
 # ---------------------------------------------------------------------------------------------

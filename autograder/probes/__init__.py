@@ -142,12 +142,20 @@ DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 
 MAX_ENTRIES = 10_000_000
 
+_PLAIN = {type(None), bool, int, float, str}
+"""The types :func:`to_plain` keeps as they are (exactly these: a subclass may be anything)."""
+
 
 def to_plain(value):
     """``value`` as JSON-ready data.  Numbers, strings, None and lists stay; numpy arrays and
     numpy numbers become ``{"$array": [...], "$shape": [...], "$dtype": "float32"}`` (numbers
     only: anything else is refused with TypeError); tuples, slices, Ellipsis and dicts become
     one-key dicts.  An object with an odd ``__eq__`` or ``__float__`` cannot survive the trip."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is list:
+        return [to_plain(item) for item in value]
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, np.bool_):
