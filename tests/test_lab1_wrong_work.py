@@ -7,16 +7,18 @@ pytest path grades both notebooks, the nbgrader path the first one; the hidden c
 run directly on the two mistakes that once scored full marks (one maximum for the whole batch,
 weights updated in place), so that they are caught even where a visible test would not be.
 """
-import csv
 import re
 
 import nbformat
 import numpy as np
 import pytest
 
-from autograder import cli, probes, runner
-from autograder.checks import answer, case_for, checks_of, lab1, verify
+from autograder import runner
+from autograder.checks import lab1
 from autograder.runner import source_notebook
+
+from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        verdict)
 
 LAB = "lab1_learning"
 
@@ -113,36 +115,16 @@ def _expected_losses(wrong):
 
 @pytest.mark.parametrize("wrong", [WRONG_ONE, WRONG_TWO], ids=["one", "two"])
 def test_each_mistake_costs_its_own_points_with_a_message_naming_it(wrong, tmp_path):
-    path = tmp_path / "wrong.ipynb"
-    nbformat.write(_solution_with(wrong), path)
-    result = runner.grade_submission(path, LAB, "s", seed=11)
-    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(wrong), tmp_path)
     assert lost == _expected_losses(wrong)
-    outputs = {t.name: t.output for t in result.tests}
     for fill_in, (_, phrase) in wrong.items():
         assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
-    assert cli.main(["release", LAB]) == 0
-    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
-    inbox.parent.mkdir(parents=True)
-    nbformat.write(_solution_with(WRONG_ONE), inbox)
-    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
-    monkeypatch.setenv("AUTOGRADER_SEED", "11")
-    assert cli.main(["autograde", LAB]) == 0
-    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
-    with open(tmp_path / "grades.csv") as file:
-        score, = [float(row["raw_score"]) for row in csv.DictReader(file)]
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG_ONE), tmp_path,
+                                               monkeypatch)
     assert score == 100 - sum(_expected_losses(WRONG_ONE).values())
-    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
-                           as_version=4)
-    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
-        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
-        for cell in graded.cells
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
     for fill_in, (_, phrase) in WRONG_ONE.items():
         assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 
@@ -156,14 +138,6 @@ def _namespace(wrong):
     return namespace
 
 
-def _verdict(fill_in, check, namespace, seed=11):
-    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
-    number = checks_of(LAB)[fill_in].index(check)
-    case = case_for(check, seed, fill_in, number)
-    probes.lab_probes(LAB)
-    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
-
-
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning",
                             "ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("blocks", [[None, ONE_MAXIMUM_LOSS], [ONE_MAXIMUM_SOFTMAX, None]],
@@ -171,11 +145,11 @@ def _verdict(fill_in, check, namespace, seed=11):
 def test_the_hidden_checks_catch_one_maximum_for_the_whole_batch(blocks):
     namespace = _namespace({"softmax_loss": (blocks, "")})
     with pytest.raises(AssertionError, match=r"whose rows lie 1000 apart.*\n.*OWN maximum"):
-        _verdict("softmax_loss", lab1.check_softmax_loss_rows_far_apart, namespace)
+        verdict(LAB, "softmax_loss", lab1.check_softmax_loss_rows_far_apart, namespace)
 
 
 def test_the_hidden_checks_catch_weights_updated_in_place():
     namespace = _namespace({"sgd_step": ([UPDATED_IN_PLACE], "")})
     with pytest.raises(AssertionError, match=r"should be 'left as they were', got str 'changed "
                                              r"by the call \(Ws\[0\]"):
-        _verdict("sgd_step", lab1.check_sgd_step, namespace)
+        verdict(LAB, "sgd_step", lab1.check_sgd_step, namespace)

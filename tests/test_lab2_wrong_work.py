@@ -9,17 +9,19 @@ placeholders in the order of ``parents`` instead of at ``parent_argnums``, and a
 that names a node only depending on the cycle; and on correct sorts whose report names whichever
 node of the cycle their sets give first, which pass on every seed.
 """
-import csv
 import re
 from collections import deque
 
 import nbformat
 import pytest
 
-from autograder import cli, probes, runner
-from autograder.checks import answer, case_for, checks_of, lab2, verify
+from autograder import runner
+from autograder.checks import lab2
 from autograder.runner import source_notebook
 from mini.graph import CycleError
+
+from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        verdict)
 
 LAB = "lab2_graphs"
 
@@ -121,46 +123,17 @@ def _solution_with(wrong):
 
 
 def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
-    path = tmp_path / "wrong.ipynb"
-    nbformat.write(_solution_with(WRONG), path)
-    result = runner.grade_submission(path, LAB, "s", seed=11)
-    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
     assert lost == dict(runner.test_cells(LAB))
-    outputs = {t.name: t.output for t in result.tests}
     for fill_in, (_, phrase) in WRONG.items():
         assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
-    assert cli.main(["release", LAB]) == 0
-    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
-    inbox.parent.mkdir(parents=True)
-    nbformat.write(_solution_with(WRONG), inbox)
-    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
-    monkeypatch.setenv("AUTOGRADER_SEED", "11")
-    assert cli.main(["autograde", LAB]) == 0
-    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
-    with open(tmp_path / "grades.csv") as file:
-        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
     assert score == 0
-    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
-                           as_version=4)
-    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
-        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
-        for cell in graded.cells
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
     for fill_in, (_, phrase) in WRONG.items():
         assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
-
-
-def _verdict(fill_in, check, namespace, seed=11):
-    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
-    number = checks_of(LAB)[fill_in].index(check)
-    case = case_for(check, seed, fill_in, number)
-    probes.lab_probes(LAB)
-    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
 
 
 def _namespace(name, block):
@@ -176,10 +149,11 @@ def _namespace(name, block):
 def test_the_hidden_checks_catch_placeholders_filled_in_the_order_of_parents():
     namespace = _namespace("evaluate", PLACEHOLDERS_IN_PARENT_ORDER)
     for check in (lab2.check_evaluate_random_dag, lab2.check_evaluate_recomputes):
-        _verdict("evaluate", check, namespace)          # parents listed in argument order
-    with pytest.raises(AssertionError, match=r"every node with two parents lists them last argument first .*"
-                                             r"parent_argnums \[1, 0\]\): the result"):
-        _verdict("evaluate", lab2.check_evaluate_parents_out_of_argument_order, namespace)
+        verdict(LAB, "evaluate", check, namespace)          # parents listed in argument order
+    with pytest.raises(AssertionError, match=r"every node with two parents lists them last "
+                                             r"argument first .*parent_argnums \[1, 0\]\): "
+                                             r"the result"):
+        verdict(LAB, "evaluate", lab2.check_evaluate_parents_out_of_argument_order, namespace)
 
 
 CYCLE_CHECKS = (lab2.check_toposort_cycle, lab2.check_toposort_self_loop)
@@ -190,7 +164,7 @@ def test_the_hidden_checks_catch_a_cycle_report_naming_a_node_after_the_cycle(se
     namespace = _namespace("toposort", ONE_STEP_FROM_THE_END)
     for check in CYCLE_CHECKS:
         with pytest.raises(AssertionError, match=r"naming v\d+, not on the cycle \(v"):
-            _verdict("toposort", check, namespace, seed)
+            verdict(LAB, "toposort", check, namespace, seed)
 
 
 def _sorted_and_left_over(end_node):
@@ -247,7 +221,7 @@ def _whole_cycle(end_node):
 def test_any_node_on_the_cycle_passes_on_every_seed(sort):
     for seed in range(100):
         for check in CYCLE_CHECKS:
-            _verdict("toposort", check, {"toposort": sort}, seed)
+            verdict(LAB, "toposort", check, {"toposort": sort}, seed)
 
 
 def test_a_name_in_a_cycle_report_is_read_as_a_whole_word():

@@ -9,15 +9,17 @@ leaves its gradient broadcast, one wrong JVP).  The hidden checks are also run d
 three mistakes that once scored full marks: a numerical_grad that never puts x[i] back, a
 make_vjp that traces fun again on every vjp(g), and a jacobian_reverse that traces once per row.
 """
-import csv
 
 import nbformat
 import numpy as np
 import pytest
 
-from autograder import cli, probes, runner
-from autograder.checks import answer, case_for, checks_of, lab3, verify
+from autograder import probes, runner
+from autograder.checks import answer, case_for, checks_of, lab3
 from autograder.runner import source_notebook
+
+from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        namespace_through, verdict)
 
 LAB = "lab3_autodiff"
 
@@ -85,107 +87,59 @@ def _assert_named(fill_in, message):
 
 
 def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
-    path = tmp_path / "wrong.ipynb"
-    nbformat.write(_solution_with(WRONG), path)
-    result = runner.grade_submission(path, LAB, "s", seed=11)
-    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
     assert lost == dict(runner.test_cells(LAB))
-    outputs = {t.name: t.output for t in result.tests}
     for fill_in in WRONG:
         _assert_named(fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
-    assert cli.main(["release", LAB, "--reveal", "needs"]) == 0
-    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
-    inbox.parent.mkdir(parents=True)
-    nbformat.write(_solution_with(WRONG), inbox)
-    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
-    monkeypatch.setenv("AUTOGRADER_SEED", "11")
-    assert cli.main(["autograde", LAB]) == 0
-    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
-    with open(tmp_path / "grades.csv") as file:
-        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
     assert score == 0
-    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
-                           as_version=4)
-    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
-        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
-        for cell in graded.cells
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
     for fill_in in WRONG:
         _assert_named(fill_in, shown[f"test_{fill_in}"])
 
 
-def _namespace(fill_in, replacements):
-    """The solution's names as a kernel has them once ``fill_in``'s cell ran, that cell with
-    ``replacements`` made (demo and test cells are not run)."""
-    namespace = {"__name__": "__main__"}
-    for cell in nbformat.read(source_notebook(LAB), as_version=4).cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
-        if (cell.cell_type != "code" or "demo" in cell.metadata.get("tags", [])
-                or grade_id.startswith("test_")):
-            continue
-        source = cell.source
-        for old, new in replacements if grade_id == fill_in else ():
-            assert source.count(old) == 1, old
-            source = source.replace(old, new)
-        exec(compile(source, f"<{grade_id or 'cell'}>", "exec"), namespace)
-        if grade_id == fill_in:
-            return namespace
-    raise LookupError(fill_in)
-
-
-def _verdict(fill_in, check, namespace, seed=11):
-    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
-    number = checks_of(LAB)[fill_in].index(check)
-    case = case_for(check, seed, fill_in, number)
-    probes.lab_probes(LAB)
-    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_the_hidden_checks_catch_a_numerical_grad_that_never_puts_x_back(seed):
-    namespace = _namespace("numerical_grad", WRONG["numerical_grad"][0])
+    namespace = namespace_through(LAB, "numerical_grad", WRONG["numerical_grad"][0])
     for check in (lab3.check_numerical_step, lab3.check_numerical_puts_entries_back):
         with pytest.raises(AssertionError, match=r"\(a \. x\) \*\* 3.*is wrong at index"):
-            _verdict("numerical_grad", check, namespace, seed)
+            verdict(LAB, "numerical_grad", check, namespace, seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_the_hidden_checks_catch_a_make_vjp_that_traces_on_every_vjp(seed):
-    namespace = _namespace("make_vjp", WRONG["make_vjp"][0])
+    namespace = namespace_through(LAB, "make_vjp", WRONG["make_vjp"][0])
     with pytest.raises(AssertionError, match=r"the result\['fun ran'\] should be 'once', got str "
                                              r"'4 times'"):
-        _verdict("make_vjp", lab3.check_make_vjp_matrix, namespace, seed)
+        verdict(LAB, "make_vjp", lab3.check_make_vjp_matrix, namespace, seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_the_hidden_checks_catch_a_jacobian_reverse_that_traces_once_per_row(seed):
-    namespace = _namespace("forward_mode", [RETRACING_JACOBIAN])
+    namespace = namespace_through(LAB, "forward_mode", [RETRACING_JACOBIAN])
     for check in [check for check in checks_of(LAB)["forward_mode"]
                   if check.__name__.startswith("check_jacobian_reverse")]:
         with pytest.raises(AssertionError, match=r"the result\['fun ran'\] should be 'once', got "
                                                  r"str '\d+ times'"):
-            _verdict("forward_mode", check, namespace, seed)
+            verdict(LAB, "forward_mode", check, namespace, seed)
 
 
 def test_a_wrong_jvp_and_a_wrong_dual_are_told_apart():
     """With the grader's JVPs standing in, a wrong entry of the table fails the table's checks
     only, and Dual.apply that keeps the last share fails the jvp checks only."""
-    wrong_entry = _namespace("forward_mode", WRONG["forward_mode"][0])
-    last_share = _namespace("forward_mode", [("tangent = tangent + jvps[prim][argnum]",
+    wrong_entry = namespace_through(LAB, "forward_mode", WRONG["forward_mode"][0])
+    last_share = namespace_through(LAB, "forward_mode", [("tangent = tangent + jvps[prim][argnum]",
                                               "tangent = jvps[prim][argnum]")])
     with pytest.raises(AssertionError, match=r"jvps\[mini.divide\]\[1\]"):
-        _verdict("forward_mode", lab3.JVP_TABLE_CHECKS[3], wrong_entry)
+        verdict(LAB, "forward_mode", lab3.JVP_TABLE_CHECKS[3], wrong_entry)
     for check in (lab3.check_jvp_layer, lab3.check_jvp_fan_out):
-        _verdict("forward_mode", check, wrong_entry)
+        verdict(LAB, "forward_mode", check, wrong_entry)
         with pytest.raises(AssertionError, match=r"the result\['tangent'\] is wrong"):
-            _verdict("forward_mode", check, last_share)
+            verdict(LAB, "forward_mode", check, last_share)
     for check in lab3.JVP_TABLE_CHECKS:
-        _verdict("forward_mode", check, last_share)
+        verdict(LAB, "forward_mode", check, last_share)
 
 
 def _asked(fill_in, check, stand_in, *args, seed=11):

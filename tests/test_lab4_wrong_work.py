@@ -8,15 +8,17 @@ its own test cell's points and nothing else, on both grading paths.  The hidden 
 run directly on mistakes the visible tests may not see, the first of them one that once scored
 full marks: a session_run that stores its values on the nodes.
 """
-import csv
 
 import nbformat
 import pytest
 
-from autograder import cli, probes, runner
-from autograder.checks import answer, case_for, checks_of, verify
+from autograder import runner
+from autograder.checks import checks_of
 from autograder.checks.lab4 import classifier, gradients, passes, session
 from autograder.runner import source_notebook
+
+from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        namespace_through, verdict)
 
 LAB = "lab4_framework"
 
@@ -58,68 +60,20 @@ def _solution_with(wrong):
 
 
 def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
-    path = tmp_path / "wrong.ipynb"
-    nbformat.write(_solution_with(WRONG), path)
-    result = runner.grade_submission(path, LAB, "s", seed=11)
-    lost = {t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score}
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
     assert lost == dict(runner.test_cells(LAB))
-    outputs = {t.name: t.output for t in result.tests}
     for fill_in, (_, phrase) in WRONG.items():
         assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
-    assert cli.main(["release", LAB, "--reveal", "needs"]) == 0
-    inbox = tmp_path / "inbox" / "wrong" / f"{LAB}.ipynb"
-    inbox.parent.mkdir(parents=True)
-    nbformat.write(_solution_with(WRONG), inbox)
-    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
-    monkeypatch.setenv("AUTOGRADER_SEED", "11")
-    assert cli.main(["autograde", LAB]) == 0
-    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
-    with open(tmp_path / "grades.csv") as file:
-        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
     assert score == 0
-    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
-                           as_version=4)
-    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
-        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
-        for cell in graded.cells
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
     for fill_in, (_, phrase) in WRONG.items():
         assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 
 
 # -- the hidden checks alone ----------------------------------------------------------------------
-
-def _namespace(fill_in, replacements):
-    """The solution's names as a kernel has them once ``fill_in``'s cell ran, that cell with
-    ``replacements`` made (demo and test cells are not run)."""
-    namespace = {"__name__": "__main__"}
-    for cell in nbformat.read(source_notebook(LAB), as_version=4).cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
-        if (cell.cell_type != "code" or "demo" in cell.metadata.get("tags", [])
-                or grade_id.startswith("test_")):
-            continue
-        source = cell.source
-        for old, new in replacements if grade_id == fill_in else ():
-            assert source.count(old) == 1, old
-            source = source.replace(old, new)
-        exec(compile(source, f"<{grade_id or 'cell'}>", "exec"), namespace)
-        if grade_id == fill_in:
-            return namespace
-    raise LookupError(fill_in)
-
-
-def _verdict(fill_in, check, namespace, seed=11):
-    """Run one check of ``fill_in`` on the notebook's ``namespace``, both halves here."""
-    number = checks_of(LAB)[fill_in].index(check)
-    case = case_for(check, seed, fill_in, number)
-    probes.lab_probes(LAB)
-    verify(case, probes.run(LAB, case.task(), namespace, lambda question: answer(case, question)))
-
 
 HIDDEN = [  # (fill-in, replacements, a check of it, a pattern of its message)
     ("session_run", [("    results = [values[node] for node in nodes]",
@@ -170,25 +124,25 @@ HIDDEN = [  # (fill-in, replacements, a check of it, a pattern of its message)
 @pytest.mark.parametrize("fill_in, replacements, check, message", HIDDEN,
                          ids=[f"{fill_in}-{n}" for n, (fill_in, *_) in enumerate(HIDDEN)])
 def test_the_hidden_checks_catch_the_mistake_and_name_it(fill_in, replacements, check, message):
-    namespace = _namespace(fill_in, replacements)
+    namespace = namespace_through(LAB, fill_in, replacements)
     if check not in checks_of(LAB)[fill_in]:
         check = next(c for c in checks_of(LAB)[fill_in] if c.__name__ == check.__name__)
     with pytest.raises(AssertionError, match=message):
-        _verdict(fill_in, check, namespace)
+        verdict(LAB, fill_in, check, namespace)
 
 
 def test_the_solution_passes_every_hidden_check_on_several_seeds():
-    namespace = _namespace("place", [])
+    namespace = namespace_through(LAB, "place", [])
     for fill_in, checks in checks_of(LAB).items():
         for check in checks:
             for seed in (3, 4):
-                _verdict(fill_in, check, namespace, seed)
+                verdict(LAB, fill_in, check, namespace, seed)
 
 
 @pytest.mark.parametrize("seed", [31, 41])
 def test_a_copy_named_in_the_same_graph_is_still_the_copy_of_its_node(seed):
     """Seeds whose random graph makes the pass's copy in the graph that holds the original: the
     copy is named ``v9_1`` beside ``v9``, and is still a copy (it once failed a correct pass)."""
-    namespace = _namespace("eliminate_common_subexpressions", [])
+    namespace = namespace_through(LAB, "eliminate_common_subexpressions", [])
     for check in checks_of(LAB)["eliminate_common_subexpressions"]:
-        _verdict("eliminate_common_subexpressions", check, namespace, seed)
+        verdict(LAB, "eliminate_common_subexpressions", check, namespace, seed)

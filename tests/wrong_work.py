@@ -1,0 +1,72 @@
+"""What the labs' wrong-work tests share: a wrong notebook graded on each path, and one hidden
+check run on a notebook's names with both halves in this process."""
+import csv
+
+import nbformat
+
+from autograder import cli, probes, runner
+from autograder.checks import answer, case_for, checks_of, verify
+from autograder.runner import source_notebook
+
+SEED = 11
+
+
+def graded_on_the_pytest_path(lab, notebook, tmp_path):
+    """``({test cell id: points lost}, {test cell id: its message})`` of ``notebook``."""
+    path = tmp_path / "wrong.ipynb"
+    nbformat.write(notebook, path)
+    result = runner.grade_submission(path, lab, "s", seed=SEED)
+    return ({t.name: t.max_score - t.score for t in result.tests if t.score < t.max_score},
+            {t.name: t.output for t in result.tests})
+
+
+def graded_on_the_nbgrader_path(lab, notebook, tmp_path, monkeypatch):
+    """``(score, {test cell id: its outputs' text})`` of ``notebook``, released, collected,
+    autograded and exported with the instructor's commands."""
+    monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
+    assert cli.main(["release", lab, "--reveal", "needs"]) == 0
+    inbox = tmp_path / "inbox" / "wrong" / f"{lab}.ipynb"
+    inbox.parent.mkdir(parents=True)
+    nbformat.write(notebook, inbox)
+    assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    monkeypatch.setenv("AUTOGRADER_SEED", str(SEED))
+    assert cli.main(["autograde", lab]) == 0
+    assert cli.main(["export", "--to", str(tmp_path / "grades.csv")]) == 0
+    with open(tmp_path / "grades.csv") as file:
+        score, = [float(row["raw_score"] or 0) for row in csv.DictReader(file)]
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / lab / f"{lab}.ipynb",
+                           as_version=4)
+    shown = {cell.metadata["nbgrader"]["grade_id"]: " ".join(
+        output.get("evalue", "") + output.get("text", "") for output in cell.outputs)
+        for cell in graded.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+    return score, shown
+
+
+def namespace_through(lab, fill_in, replacements):
+    """The solution's names as a kernel has them once ``fill_in``'s cell ran, that cell with
+    ``replacements`` (``[(old, new)]``) made; demo and test cells are not run."""
+    namespace = {"__name__": "__main__"}
+    for cell in nbformat.read(source_notebook(lab), as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
+        if (cell.cell_type != "code" or "demo" in cell.metadata.get("tags", [])
+                or grade_id.startswith("test_")):
+            continue
+        source = cell.source
+        for old, new in replacements if grade_id == fill_in else ():
+            assert source.count(old) == 1, old
+            source = source.replace(old, new)
+        exec(compile(source, f"<{grade_id or 'cell'}>", "exec"), namespace)
+        if grade_id == fill_in:
+            return namespace
+    raise LookupError(fill_in)
+
+
+def verdict(lab, fill_in, check, namespace, seed=SEED):
+    """Run one check of ``fill_in`` on ``namespace``, both halves here: AssertionError if it
+    fails."""
+    number = checks_of(lab)[fill_in].index(check)
+    case = case_for(check, seed, fill_in, number)
+    probes.lab_probes(lab)
+    verify(case, probes.run(lab, case.task(), namespace, lambda question: answer(case, question)))
