@@ -16,7 +16,6 @@ If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), th
 last is marked as failed with the reason, and a fresh worker carries on after it.
 """
 import ast
-import ctypes
 import dataclasses
 import functools
 import json
@@ -353,7 +352,7 @@ def _run_worker(cells, drawn, lab, limits):
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 cwd=scratch, env=_worker_environment(scratch),
                 pass_fds=(events_write, answers_read), start_new_session=True,
-                preexec_fn=lambda: _set_limits(limits, tasks, cgroup))
+                preexec_fn=lambda: sandbox.start_limited(limits.rlimits(), tasks, cgroup))
             os.close(events_write)
             os.close(answers_read)
             process.stdin.write(json.dumps(request).encode())
@@ -464,26 +463,6 @@ def _kill_group(process):
     except (ProcessLookupError, PermissionError):
         pass
     process.wait()
-
-
-def _set_limits(limits, tasks, cgroup):
-    """In the worker, before it starts: cap memory, CPU time, file size and processes.
-
-    The process limit counts every task (process or thread) of the user, so it is set to what the
-    user already runs plus ``limits.processes``; for root, which that limit does not bind, the
-    worker's own pids cgroup counts them (``sandbox.task_cgroup``).
-    """
-    _die_with_parent()
-    sandbox.join(cgroup)
-    sandbox.set_limits(limits.rlimits(), tasks)
-
-
-def _die_with_parent():
-    """Ask Linux to kill the worker if the grader dies first (no orphan keeps running)."""
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _worker_environment(scratch):

@@ -23,6 +23,7 @@ nbgrader talks to its Jupyter kernels over sockets; in a network namespace a ker
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
 import contextlib
+import ctypes
 import dataclasses
 import functools
 import itertools
@@ -126,6 +127,18 @@ def set_limits(rlimits, tasks):
     for name, value in rlimits.items():
         value += tasks if name == "NPROC" else 0
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+
+
+def start_limited(rlimits, tasks, cgroup):
+    """In a child the grader starts for student code or its compiler, before ``exec``: die with
+    the grader (no orphan keeps running), join its pids ``cgroup`` (:func:`task_cgroup`) and
+    take ``rlimits`` (:func:`set_limits`)."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    join(cgroup)
+    set_limits(rlimits, tasks)
 
 
 def user_tasks():

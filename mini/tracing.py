@@ -19,6 +19,7 @@ object array meets a primitive, or is returned, it is joined back into one trace
 ``stack``: numpy's value, shape and dtype.
 """
 import functools
+import importlib
 import itertools
 import sys
 from pathlib import Path
@@ -31,7 +32,9 @@ from mini.primitives import Traced, divide, equal, getitem, not_equal, stack_arg
 
 _trace_ids = itertools.count(1)
 _NUMPY_DIR = str(Path(np.__file__).resolve().parent)
-_NUMPY_METHODS = str(Path(np.__file__).resolve().parent / "_core" / "_methods.py")
+_NUMPY_METHODS = importlib.import_module(          # where np.mean, np.var and np.std are written
+    "numpy._core._methods" if int(np.__version__.split(".")[0]) >= 2 else "numpy.core._methods"
+).__file__
 
 
 def new_trace():

@@ -19,7 +19,6 @@ check compiles its kernel once, for float32 arguments, with the notebook's ``TIL
 ``THREADS`` set to the values here, so that what is expected does not depend on the notebook.
 """
 import contextlib
-import ctypes
 import functools
 import hashlib
 import importlib.metadata
@@ -164,7 +163,8 @@ class _Compiler:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 cwd=self.scratch, env={**sandbox.student_environment(self.scratch),
                                        "NUMBA_ENABLE_CUDASIM": "0"},
-                start_new_session=True, preexec_fn=lambda: _limited(tasks, cgroup))
+                start_new_session=True,
+                preexec_fn=lambda: sandbox.start_limited(COMPILE_LIMITS.rlimits(), tasks, cgroup))
         except BaseException:
             self.cgroup.close()
             shutil.rmtree(self.scratch, ignore_errors=True)
@@ -228,13 +228,6 @@ class _Compiler:
                 pass
         self.cgroup.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def _limited(tasks, cgroup):
-    """In the compiling process, before it starts: die with the grader, and the limits."""
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)         # PR_SET_PDEATHSIG
-    sandbox.join(cgroup)
-    sandbox.set_limits(COMPILE_LIMITS.rlimits(), tasks)
 
 
 def main():
