@@ -300,10 +300,6 @@ BROKEN_FILES = {"invalid_json": b"{ this is not json", "empty_file": b"",
                                           "worksheets": []}).encode()}
 
 
-def digest(folder):
-    """{relative path: sha256} of every file under ``folder``."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
 
 
 def expected_score(name):

@@ -12,7 +12,6 @@ own score, and nothing the attacker started may be left; under every kind of iso
 import hashlib
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import nbformat
@@ -20,11 +19,13 @@ import pytest
 
 from autograder import cli, course, sandbox
 from test_sandbox import KINDS, autograded_report, hand_in
+from residue import leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "lab2_graphs"
 SECRET = "mini-instructor-secret-4f1d"
 MARK = f"mini-forkserver-leftover-{os.getpid()}"
+SLEEPER = "sleep 297"                   # what the attacks leave running, marked with MARK
 
 ATTACK = r'''
 import hashlib, json, os, re, signal, socket
@@ -141,10 +142,5 @@ def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_pa
         scores = [gb.find_submission(LAB, student).score
                   for student in ("a_attacker", "b_full", "c_untouched")]
     assert scores == [100, 100, 0]          # the server killed or not, the next two graded right
-    assert leftovers() == []                # killed with the first kernel's session
+    assert leftovers(SLEEPER, MARK) == []                # killed with the first kernel's session
 
-
-def leftovers():
-    """The attacker's ``sleep 297`` processes still running."""
-    pids = subprocess.run(["pgrep", "-f", "sleep 297"], capture_output=True, text=True).stdout
-    return [pid for pid in pids.split() if MARK.encode() in Path(f"/proc/{pid}/environ").read_bytes()]

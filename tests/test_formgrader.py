@@ -5,7 +5,6 @@ start quickly) on a lab 2 course, with namespaces but no Landlock, so that each 
 not only unreadable.  The first submission graded attacks; two sample students come after it.
 """
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,6 +18,7 @@ from nbgrader.api import Gradebook
 import hostile_cases
 from autograder import cli, course, edition, formgrader, samples
 from test_autograder import formgrader as formgrader_server
+from residue import digest
 
 LAB = "lab2_graphs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,11 +116,6 @@ def planted(jupyter):
             *hostile_cases.PLANTED]
 
 
-def digest(folder, leave_out=()):
-    """{path: sha256} of every file under ``folder``, but those under ``leave_out``."""
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(Path(folder).rglob("*"))
-            if path.is_file() and not any(path.is_relative_to(out) for out in leave_out)}
 
 
 @contextlib.contextmanager
@@ -158,7 +153,7 @@ def graded(tmp_path_factory):
         written = (folder / "autograded", folder / "gradebook.db")    # by grading, outside the kernel
 
         def watched():
-            return [digest(folder, written), digest(root / "release")]
+            return [digest([folder], written), digest([root / "release"])]
 
         before = watched()
         with jupyter_server(root) as autograde:   # the Autograde button's request

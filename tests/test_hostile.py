@@ -14,6 +14,7 @@ import pytest
 
 import hostile_cases as cases
 from autograder import cli
+from residue import digest
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +26,12 @@ def batch(tmp_path_factory):
     (course / "gradebook.db").parent.mkdir(parents=True, exist_ok=True)
     (course / "gradebook.db").write_bytes(b"pretend gradebook")
     folders = (course, cases.ROOT / "solutions", submissions)
-    before = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
+    before = [digest([folder]) for folder in folders] + [cases.grader_sources()]
     out = root / "results"
     assert cli.main(["grade", cases.LAB, "--submissions", str(submissions), "--out", str(out),
                      "--seed", "11", "--workers", "2", "--cell-seconds", "10",
                      "--check-seconds", "10", "--worker-seconds", "60"]) == 0
-    after = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
+    after = [digest([folder]) for folder in folders] + [cases.grader_sources()]
     for planted in cases.PLANTED:       # so that a failure here does not spoil later runs
         planted.unlink(missing_ok=True)
     with open(out / "grades.csv") as file:

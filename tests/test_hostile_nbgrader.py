@@ -12,6 +12,7 @@ import pytest
 
 import hostile_cases as cases
 from autograder import cli, course
+from residue import digest
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
@@ -30,9 +31,9 @@ def batch(tmp_path_factory):
                         submitted / "ships_modules" / cases.LAB / name)
         (submitted / "missing_notebook" / cases.LAB).mkdir(parents=True)
         folders = (cases.ROOT / "solutions", root / "release", submitted)
-        before = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
+        before = [digest([folder]) for folder in folders] + [cases.grader_sources()]
         assert cli.main(["autograde", "lab3", "--workers", "2"]) == 0
-        after = [cases.digest(folder) for folder in folders] + [cases.grader_sources()]
+        after = [digest([folder]) for folder in folders] + [cases.grader_sources()]
         for planted in cases.PLANTED:   # so that a failure here does not spoil later runs
             planted.unlink(missing_ok=True)
         from nbgrader.api import Gradebook

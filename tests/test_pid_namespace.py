@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
+from residue import leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = f"mini-pidns-leftover-{os.getpid()}"
+SLEEPER = "sleep 296"                   # what the attacks leave running, marked with MARK
 NAMESPACES = sandbox._minimal_root_works()
 
 PRELUDE = f"""
@@ -36,23 +38,13 @@ def start(body, **popen):
                             text=True, **popen)
 
 
-def leftovers():
-    out = subprocess.run(["pgrep", "-f", "sleep 296"], capture_output=True, text=True).stdout
-    found = []
-    for pid in out.split():
-        try:
-            if MARK.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def ended_within(seconds):
     deadline = time.monotonic() + seconds
-    while leftovers() and time.monotonic() < deadline:
+    while leftovers(SLEEPER, MARK) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return leftovers() == []
+    return leftovers(SLEEPER, MARK) == []
 
 
 if not NAMESPACES:
@@ -88,7 +80,7 @@ else:
         """)
         program.communicate(timeout=30)
         assert program.returncode == 5                         # its exit status, passed on
-        assert ended_within(2), leftovers()
+        assert ended_within(2), leftovers(SLEEPER, MARK)
 
     @pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGSEGV])
     def test_a_student_process_killed_by_a_signal_reads_so_to_its_caller(number):
@@ -114,7 +106,7 @@ else:
             time.sleep(60)
         """)
         assert program.stdout.readline() == "ready\n"
-        assert leftovers() != []
+        assert leftovers(SLEEPER, MARK) != []
         program.kill()                  # as a kernel manager or the grader does, the stand-in only
         program.wait(timeout=30)
-        assert ended_within(2), leftovers()
+        assert ended_within(2), leftovers(SLEEPER, MARK)

@@ -13,12 +13,10 @@ the nbgrader path's kernel), under each layer of isolation (user namespaces with
 without it, and Landlock as on a machine without them: ``MINI_SANDBOX=landlock``); and a grader
 with neither says so and still grades.
 """
-import hashlib
 import json
 import os
 import shutil
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -28,10 +26,12 @@ import nbformat
 import pytest
 
 from autograder import cli, course, edition, landlock, sandbox
+from residue import digest, leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "lab2_graphs"
 MARK = f"mini-probe-leftover-{os.getpid()}"   # one per test process: xdist runs two at once
+SLEEPER = "sleep 299"                   # what the attacks leave running, marked with MARK
 LATER_EDITION = edition.for_grading("lab4_framework")     # lab 2's answers are in it
 KINDS = [kind for kind in ("namespaces", "landlock")
          if kind == "landlock" and landlock.version() >= 4
@@ -114,10 +114,6 @@ def probe_notebook(read, write, port, threads, file_bytes):
     return nb
 
 
-def digest(folders):
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
-            for folder in folders for path in [Path(folder), *sorted(Path(folder).rglob("*"))]
-            if path.is_file() and "__pycache__" not in path.parts}
 
 
 class Listener:
@@ -152,11 +148,6 @@ class Listener:
         self.udp.close()
 
 
-def leftovers():
-    out = subprocess.run(["pgrep", "-f", "sleep 299"], capture_output=True, text=True).stdout
-    return [pid for pid in out.split()
-            if f"MARK={MARK}" in Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
-            .replace("\0", " ")] if out else []
 
 
 @pytest.fixture(params=KINDS + ["namespaces"] * ("namespaces" in KINDS),
@@ -297,7 +288,7 @@ def test_the_pytest_path_hides_refuses_and_limits(layers, setting):
     assert {"namespaces": "own network namespace", "namespaces-only": "own network namespace",
             "landlock": "Landlock only"}[layers] in result["output"]
     time.sleep(0.5)
-    assert leftovers() == []
+    assert leftovers(SLEEPER, MARK) == []
 
 
 def test_the_nbgrader_kernel_hides_and_refuses(layers, setting):
@@ -316,8 +307,8 @@ def test_the_nbgrader_kernel_hides_and_refuses(layers, setting):
     assert listener.accepted == (layers == "landlock")
     assert gradebook_scores("prober") == [100]      # honest code, confined
     if layers != "landlock" or os.geteuid() == 0:   # its PID namespace, or the batch's cgroup,
-        assert leftovers() == []                     # ended what left the kernel's session
-    for pid in leftovers():     # not promised to a grader that is not root: do not leave them
+        assert leftovers(SLEEPER, MARK) == []                     # ended what left the kernel's session
+    for pid in leftovers(SLEEPER, MARK):     # not promised to a grader that is not root: do not leave them
         os.kill(int(pid), 9)
 
 
