@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autograder import collect
-from autograder.checks import Case, answer, verify
+from autograder.checks import Case, answer, lab3, verify
 from autograder.probes import Student, from_plain, probe, run, to_plain
 
 
@@ -114,6 +114,21 @@ def test_verify_accepts_the_right_answer_and_explains_a_wrong_one():
         verify(_case(), _run(_case(), {"f": lambda x: np.array([2.0, 4.0, 7.0])}))
     with pytest.raises(AssertionError, match=r"has shape \(2,\), expected shape \(3,\)"):
         verify(_case(), {"result": to_plain(np.ones(2))})
+
+
+def test_a_message_writes_numpy_s_numbers_as_python_does():
+    expected = {(np.int64(0), np.int64(1)): np.True_}
+    case = _case(expected=lambda: expected)
+    with pytest.raises(AssertionError) as failed:
+        verify(case, {"result": to_plain({(0, 1): np.False_})})
+    assert "the result[(0, 1)] should be True, got bool False" in str(failed.value)
+    assert "np." not in str(failed.value)
+
+
+def test_a_lab_3_call_shows_an_index_as_python_writes_it():
+    """A repeated entry of an index array shows (np.add.at's whole point), a slice as a slice."""
+    calls = "\n".join(lab3.check_getitem_vjp(np.random.default_rng(0)).expected())
+    assert "np.s_[[0, 2, 0, 0]]" in calls and "np.s_[:, 1]" in calls and "np.s_[1:]" in calls
 
 
 def test_a_missing_or_crashing_function_is_a_verdict_not_a_crash():

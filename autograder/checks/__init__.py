@@ -150,7 +150,7 @@ def _difference(got, expected, rtol, atol, path="the result"):
                     + " and ".join(([f"without {_keys(missing)}"] if missing else [])
                                    + ([f"with unexpected {_keys(extra)}"] if extra else [])))
         for key in expected:
-            problem = _difference(got[key], expected[key], rtol, atol, f"{path}[{key!r}]")
+            problem = _difference(got[key], expected[key], rtol, atol, f"{path}[{_shown(key)}]")
             if problem:
                 return problem
         return None
@@ -165,7 +165,7 @@ def _difference(got, expected, rtol, atol, path="the result"):
     if _exact_kind(expected):
         if _exact_kind(got) == _exact_kind(expected) and got == expected:
             return None
-        return f"{path} should be {expected!r}, got {_describe(got)}"
+        return f"{path} should be {_shown(expected)}, got {_describe(got)}"
     expected = np.asarray(expected, dtype=np.float64)
     if isinstance(got, (list, tuple)) and _is_numeric_sequence(got):
         got = np.asarray(got)
@@ -207,4 +207,19 @@ def _describe(value):
         return f"a sequence of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
         return f"a dict with keys {_keys(value)}"
-    return f"{type(value).__name__} {value!r:.300}"
+    return f"{type(_python(value)).__name__} {_shown(value):.300}"
+
+
+def _shown(value):
+    """``repr(value)`` with numpy's numbers written as Python's (``0``, not ``np.int64(0)``)."""
+    return repr(_python(value))
+
+
+def _python(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return [_python(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_python(item) for item in value)
+    return value

@@ -65,8 +65,27 @@ def _ran(result):
 
 
 def _arguments(args):
-    return ", ".join(f"an array of shape {arg.shape}" if isinstance(arg, np.ndarray)
-                     else repr(arg) for arg in args)
+    """A call's arguments in words: an array by its shape, an index as Python writes it
+    (``np.s_[:, 1]``, ``np.s_[[0, 2, 0, 0]]``: a repeated entry shows), anything else by repr."""
+    return ", ".join(map(_argument, args))
+
+
+def _argument(arg):
+    parts = arg if isinstance(arg, tuple) else (arg,)
+    if isinstance(arg, np.ndarray) and (arg.dtype.kind not in "iu" or arg.size > 10):
+        return f"an array of shape {arg.shape}"
+    if any(isinstance(part, (slice, np.ndarray)) for part in parts):
+        return "np.s_[" + ", ".join(map(_index_part, parts)) + "]"
+    return repr(arg)
+
+
+def _index_part(part):
+    if isinstance(part, slice):
+        text = f"{'' if part.start is None else part.start}:{'' if part.stop is None else part.stop}"
+        return text if part.step is None else f"{text}:{part.step}"
+    if isinstance(part, np.ndarray):
+        return str(part.tolist())
+    return repr(part)
 
 
 def _describe(g):
