@@ -10,6 +10,7 @@ import pytest
 from nbformat import v4
 
 from autograder import batch, cli, runner, samples
+from autograder.labs import LABS
 
 LAB = "lab2_graphs"
 BREAKS_TOPOSORT = 'globals()["toposort"] = lambda end_node: []   # a sneaky demo\n'
@@ -72,3 +73,14 @@ def test_both_paths_skip_a_demo_cell_that_would_cost_points(tmp_path, monkeypatc
         "the other cells ran"
     html = (tmp_path / "course" / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
     assert f"{LAB} (Score: 100.0 / 100.0)" in html
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_what_grading_runs_of_a_complete_notebook_raises_nothing(lab, tmp_path):
+    """No demo cell that grading runs needs one it skips (lab 3's feedback once showed a
+    NameError for plt under full marks: its central-difference plot bound x1, which a test
+    reads, so it ran, and the cell that imports matplotlib did not)."""
+    path = samples.write("full", lab, None, tmp_path / f"{lab}.ipynb")
+    result = runner.grade_submission(path, lab, "full", seed=3)
+    assert result.score == 100
+    assert [note for note in result.notes if note.startswith("cell ")] == []
