@@ -269,8 +269,7 @@ def _become_kernel(config, request, keep):
         tempfile.tempdir = None
         sys.dont_write_bytecode = True
         guard.hide_autograder(keep=["autograder.probes", kept])
-        from ipykernel import kernelapp
-        kernelapp.launch_new_instance(argv=request["arguments"])
+        kernel.run_ipykernel(request["arguments"])
     except SystemExit as leaving:
         os._exit(leaving.code if isinstance(leaving.code, int) else 1)
     except BaseException:       # the sandbox could not be entered: the kernel never ran

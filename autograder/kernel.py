@@ -19,6 +19,7 @@ child.
 
     python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
 """
+import functools
 import json
 import os
 import sys
@@ -45,8 +46,8 @@ def main():
     sealing = json.dumps({"confinement": confinement, "namespaces": namespaces,
                           "edition": edition})
     start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-             "from autograder.kernel import seal; seal(sys.argv.pop(1)); "
-             "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
+             "from autograder.kernel import seal, run_ipykernel; seal(sys.argv.pop(1)); "
+             "run_ipykernel()")
     os.execve(sys.executable, [sys.executable, "-I", "-c", start, sealing, *kernel_arguments],
               environment)
 
@@ -65,6 +66,29 @@ def seal(sealing):
     kept = [probes.lab_probes(lab)] if lab in LABS else []
     sandbox.seal_off(sealing["confinement"], sealing["namespaces"])
     guard.hide_autograder(keep=["autograder.probes", *kept])
+
+
+def run_ipykernel(argv=None):
+    """Run ipykernel in this process, forgetting each failed cell's error once the cell ends
+    (:func:`_forget_failure`)."""
+    from ipykernel import kernelapp
+    app = kernelapp.IPKernelApp.instance()
+    app.initialize(argv)
+    app.shell.events.register("post_run_cell", functools.partial(_forget_failure, app.shell))
+    app.start()
+
+
+def _forget_failure(shell, result):
+    """After a cell, drop what IPython keeps of its error: the traceback in ``sys.last_*``, in the
+    cell's result and in the traceback printer.  Its frames would keep the cell's objects (a
+    runaway allocation's memory, say) alive until the next error, where the pytest path's worker
+    lets them go as the cell ends: the same notebook could score differently on the two paths."""
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    if result.error_in_exec is not None:
+        result.error_in_exec.__traceback__ = None
+    shell.InteractiveTB.tb = None
 
 
 def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):

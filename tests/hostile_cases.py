@@ -50,11 +50,11 @@ def inside(fill_in, code):
     return nb
 
 
-def with_cell(code, after="elementwise_vjps"):
-    """The solution with a new code cell after the given fill-in."""
+def with_cells(*codes, after="elementwise_vjps"):
+    """The solution with new code cells, in order, after the given fill-in."""
     nb = solution()
     position = nb.cells.index(cell(nb, after)) + 1
-    nb.cells.insert(position, nbformat.v4.new_code_cell(code))
+    nb.cells[position:position] = [nbformat.v4.new_code_cell(code) for code in codes]
     return nb
 
 
@@ -203,13 +203,23 @@ def private_copies_of_every_mini_module():
 
 NOTHING_READ = "read 0 file(s) of the solutions and the course"
 
+# a cell worth nothing fails holding an object; the next says whether it was let go (the pytest
+# path's worker drops a failed cell's frames; IPython keeps them until the next error, unless the
+# grading kernel drops them too)
+FAILS_HOLDING = ("import weakref\nclass Held:\n    pass\ndef fail():\n    held = Held()\n"
+                 "    globals()['held_ref'] = weakref.ref(held)\n"
+                 "    raise RuntimeError('a failed cell')\nfail()")
+SAYS_IF_FORGOTTEN = ("import gc\ngc.collect()\n"
+                     "print('the failed cell let go of its objects:', held_ref() is None)")
+FORGOTTEN = "the failed cell let go of its objects: True"
+
 
 def reads_and_writes_course_files():
     """Reads and appends to every file of the solutions and of the course folder it can find
     (outside the folder it runs in, which on the nbgrader path lies in the course), and prints
     how many it could read."""
     course = os.environ["MINI_COURSE_DIR"]
-    return with_cell(
+    return with_cells(
         "import glob, os\nstolen = []\n"
         f"for pattern in [{str(ROOT / 'solutions' / '*' / '*.ipynb')!r}, {course + '/**'!r}]:\n"
         "    for path in glob.glob(pattern, recursive=True):\n"
@@ -229,7 +239,7 @@ PLANTED = [ROOT / "mini" / "planted.py", ROOT / "autograder" / "checks" / "plant
 
 def writes_into_the_grader():
     """Tries to leave a module in mini, in the checks and in numpy, for later submissions."""
-    return with_cell(f"for path in {[str(path) for path in PLANTED]!r}:\n"
+    return with_cells(f"for path in {[str(path) for path in PLANTED]!r}:\n"
                      "    try:\n        open(path, 'w').write('planted = True')\n"
                      "    except OSError:\n        pass\n")
 
@@ -247,27 +257,26 @@ CASES = {
         "add_outgrads", "import signal\nfor number in (signal.SIGALRM, signal.SIGINT):\n"
                         "    signal.signal(number, signal.SIG_IGN)\nwhile True:\n    pass"),
         "add_outgrads"),
-    "loops_at_top_level_after_a_correct_definition": (lambda: with_cell("while True:\n    pass"),
+    "loops_at_top_level_after_a_correct_definition": (lambda: with_cells("while True:\n    pass"),
                                                       None),
     # the address-space limit stops it at the same point whether or not it writes the pages
     # (numpy.empty does not: the machine that runs these tests needs no gigabytes to spare); the
-    # hoard is let go as the error leaves, since IPython keeps a failed cell's frames alive (the
-    # last traceback) and the room left beside a kept hoard differs from run to run
+    # hoard dies with the failed cell's frames on both paths (FORGOTTEN below)
     "allocates_without_bound": (lambda: inside(
-        "add_outgrads", "import numpy\nhoard = []\ntry:\n    while True:\n"
-                        "        hoard.append(numpy.empty(10**8))\nfinally:\n"
-                        "    hoard.clear()"), "add_outgrads"),
+        "add_outgrads", "import numpy\nhoard = []\nwhile True:\n"
+                        "    hoard.append(numpy.empty(10**8))"), "add_outgrads"),
+    "fails_holding_an_object": (lambda: with_cells(FAILS_HOLDING, SAYS_IF_FORGOTTEN), None),
     "exits_the_worker": (lambda: inside("backward_pass", "import os\nos._exit(3)"),
                          "backward_pass"),
     # a cell worth no points that ends its process, as a successful exit: it costs nothing
-    "exits_cleanly_in_a_cell_of_its_own": (lambda: with_cell("import os\nos._exit(0)"), None),
+    "exits_cleanly_in_a_cell_of_its_own": (lambda: with_cells("import os\nos._exit(0)"), None),
     "kills_the_worker": (lambda: inside("make_vjp", "import os, signal\n"
                                                     "os.kill(os.getpid(), signal.SIGKILL)"),
                          "make_vjp"),
     "segfaults": (lambda: inside("numerical_grad", "import ctypes\nctypes.string_at(0)"),
                   "numerical_grad"),
     "calls_input": (lambda: inside("add_outgrads", "input('answer? ')"), "add_outgrads"),
-    "prints_megabytes": (lambda: with_cell("print('x' * 50_000_000)\nimport os\n"
+    "prints_megabytes": (lambda: with_cells("print('x' * 50_000_000)\nimport os\n"
                                            "os.write(1, b'y' * 10_000_000)"), None),
     "edits_a_test_cell": (lambda: tampered(_edit_test), None),
     "deletes_a_test_cell": (lambda: tampered(_delete_test), None),

@@ -65,6 +65,11 @@ def test_reading_the_course_and_the_solutions_finds_nothing(batch):
     assert cases.NOTHING_READ in _printed(out, "reads_and_writes_course_files")
 
 
+def test_a_failed_cell_lets_go_of_its_objects(batch):
+    *_, out = batch
+    assert cases.FORGOTTEN in _printed(out, "fails_holding_an_object")
+
+
 def test_importing_the_grader_from_a_submission_is_refused(batch):
     *_, out = batch
     assert cases.GRADER_IMPORT_BLOCKED in _printed(out, "monkeypatches_numpy_and_the_checks")

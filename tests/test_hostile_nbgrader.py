@@ -73,6 +73,12 @@ def test_reading_the_course_and_the_solutions_finds_nothing(batch):
     assert cases.NOTHING_READ in _printed(course_folder, "reads_and_writes_course_files")
 
 
+def test_a_failed_cell_lets_go_of_its_objects_as_on_the_pytest_path(batch):
+    """IPython would keep the failed cell's frames (its last traceback) until the next error."""
+    *_, course_folder = batch
+    assert cases.FORGOTTEN in _printed(course_folder, "fails_holding_an_object")
+
+
 def test_importing_the_grader_from_a_submission_is_refused(batch):
     """As on the pytest path: the kernel keeps only ``autograder.hidden``, which its hidden cells
     call, importable (and the checks' stand-ins out of reach by import)."""
