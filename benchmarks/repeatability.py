@@ -1,0 +1,165 @@
+"""Grading is repeatable: the same submissions graded again and again, on both paths, many seeds.
+
+    python benchmarks/repeatability.py [--repeats 20] [--nbgrader-repeats 5] [--seeds 10]
+                                       [--labs all] [--workers 2]
+
+The submissions are every sample kind of each lab (``autograder.samples``: full, untouched, bug,
+no_test) and the wrong notebooks of ``tests/test_lab*_wrong_work.py`` (one mistake in each of
+several fill-ins).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
+them ``--repeats`` times and the nbgrader path (``autograde --workers N`` with
+``AUTOGRADER_SEED=S``) ``--nbgrader-repeats`` times, for the first ``--nbgrader-seeds`` seeds.
+Prints, per seed, how many different scores each submission got (1 is repeatable) and whether
+the two paths agree; then, for the first seed, each submission's score and the test cells that
+lost points.  Exits with status 1 if anything differed.
+"""
+import argparse
+import csv
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from autograder import course, samples  # noqa: E402
+
+KINDS = ("full", "untouched", "bug", "no_test")
+WRONG = {   # lab -> (its wrong-work test module, the function that makes a notebook, the mistakes)
+    "lab1_learning": ("test_lab1_wrong_work", "_solution_with", ("WRONG_ONE", "WRONG_TWO")),
+    "lab2_graphs": ("test_lab2_wrong_work", "_solution_with", ("WRONG",)),
+    "lab3_autodiff": ("test_lab3_wrong_work", "_solution_with", ("WRONG",)),
+    "lab4_framework": ("test_lab4_wrong_work", "_solution_with", ("WRONG",)),
+    "lab5_kernels": ("test_lab5_wrong_work", "_notebook", ("CHEATS", "SLIPS")),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--nbgrader-repeats", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--nbgrader-seeds", type=int, default=2)
+    parser.add_argument("--labs", default="all")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    labs = course.expand(args.labs)
+    root = Path(tempfile.mkdtemp(prefix="mini-repeatability-"))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "MINI_RELEASE_DIR": str(root / "release"), "MINI_CACHE_DIR": str(root / "cache"),
+           "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        base = root / "base"
+        run(["release", args.labs, "--reveal", "needs"], base, env)
+        names = write_submissions(labs, root / "release", root / "inbox")
+        run(["collect", str(root / "inbox")], base, env)
+        seeds = list(range(1, args.seeds + 1))
+        runs = [("pytest", seed, r) for seed in seeds for r in range(args.repeats)]
+        runs += [("nbgrader", seed, r) for seed in seeds[:args.nbgrader_seeds]
+                 for r in range(args.nbgrader_repeats)]
+        graded = {}
+        for path, seed, r in tqdm(runs, desc="grading runs", unit="run", file=sys.stderr):
+            folder = root / f"{path}-{seed}-{r}"
+            shutil.copytree(base, folder)
+            graded[path, seed, r] = (grade_pytest if path == "pytest" else grade_nbgrader)(
+                folder, args, seed, env, names)
+            shutil.rmtree(folder)
+        return report(graded, names, seeds[:args.nbgrader_seeds])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def write_submissions(labs, release, inbox):
+    """Write each submission as its own student; ``{student: what it is}``."""
+    names = {}
+    for lab in labs:
+        for kind in KINDS:
+            student = f"{kind}-{lab[3]}"          # no lab's name in it: collect refuses those
+            samples.write(kind, lab, release, inbox / student / f"{lab}.ipynb")
+            names[student] = (lab, kind)
+        module, make, mistakes = WRONG[lab]
+        module = importlib.import_module(module)
+        for mistake in mistakes:
+            student = f"{mistake.lower()}-{lab[3]}"
+            path = inbox / student / f"{lab}.ipynb"
+            path.parent.mkdir(parents=True)
+            nbformat.write(getattr(module, make)(getattr(module, mistake)), path)
+            names[student] = (lab, mistake)
+    return names
+
+
+def grade_pytest(folder, args, seed, env, names):
+    """``{student: (score, [test cells that lost points])}`` from the pytest path, for each
+    student's own lab."""
+    out = folder / "results"
+    run(["grade", args.labs, "--workers", str(args.workers), "--seed", str(seed), "--out",
+         str(out)], folder, env, check=False)        # exits 1 where a test cell lost points
+    graded = {}
+    for student, (lab, _) in names.items():
+        results = out / lab / student / "results.json"
+        if not results.is_file():
+            continue
+        data = json.loads(results.read_text())
+        lost = sorted(t["name"] for t in data["tests"] if t["score"] < t["max_score"])
+        graded[student] = (data["score"], tuple(lost))
+    return graded
+
+
+def grade_nbgrader(folder, args, seed, env, names):
+    """``{student: (score, None)}`` from the nbgrader path, as exported, for each student's own
+    lab."""
+    run(["autograde", args.labs, "--workers", str(args.workers)], folder,
+        {**env, "AUTOGRADER_SEED": str(seed)}, check=False)
+    run(["export", "--to", str(folder / "grades.csv")], folder, env)
+    with open(folder / "grades.csv") as file:
+        return {row["student_id"]: (float(row["raw_score"] or 0), None)
+                for row in csv.DictReader(file)
+                if names.get(row["student_id"], ("",))[0] == row["assignment"]}
+
+
+def report(graded, names, nbgrader_seeds):
+    """Print the tables; 0 if every submission got one score per seed on both paths, else 1."""
+    problems = 0
+    print(f"\n{len(names)} submissions; per seed: runs, submissions with more than one score, "
+          "and whether the nbgrader path gave the pytest path's scores")
+    print(f"{'seed':>5}{'pytest runs':>13}{'differing':>11}{'nbgrader runs':>15}{'differing':>11}"
+          f"{'paths agree':>13}{'not graded':>12}")
+    for seed in sorted({seed for _, seed, _ in graded}):
+        pytest_runs = [g for (path, s, _), g in graded.items() if path == "pytest" and s == seed]
+        nb_runs = [g for (path, s, _), g in graded.items() if path == "nbgrader" and s == seed]
+        differing = sum(len({run.get(student) for run in pytest_runs}) > 1 for student in names)
+        nb_differing = sum(len({run.get(student, (None,))[0] for run in nb_runs}) > 1
+                           for student in names) if nb_runs else 0
+        agree = (all(run.get(student, (None,))[0] == pytest_runs[0].get(student, (None,))[0]
+                     for run in nb_runs for student in names) if nb_runs else None)
+        missing = sum(student not in run for run in pytest_runs + nb_runs for student in names)
+        problems += differing + nb_differing + (agree is False) + missing
+        print(f"{seed:>5}{len(pytest_runs):>13}{differing:>11}{len(nb_runs):>15}{nb_differing:>11}"
+              f"{'-' if agree is None else 'yes' if agree else 'NO':>13}{missing:>12}")
+    first = min(seed for _, seed, _ in graded)
+    scores = graded["pytest", first, 0]
+    print(f"\nseed {first}, pytest path: each submission's score and the cells that lost points")
+    for student, (lab, what) in sorted(names.items(), key=lambda item: item[1]):
+        score, lost = scores.get(student, (None, []))
+        print(f"  {lab:15} {what:10} {score!s:>6}  {', '.join(lost) or '-'}")
+    print("repeatable on both paths" if not problems else f"{problems} differences: NOT repeatable")
+    return 1 if problems else 0
+
+
+def run(arguments, course_folder, env, check=True):
+    result = subprocess.run([sys.executable, "-m", "autograder", "--course", str(course_folder),
+                             *arguments], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    if check and result.returncode:
+        sys.exit(f"{' '.join(arguments)} failed:\n{result.stderr[-2000:]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
