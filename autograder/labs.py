@@ -63,3 +63,13 @@ def missing_needs(lab, revealed):
     """The labs ``lab`` needs that are not among ``revealed`` (full or short names)."""
     shown = {lab_name(name) for name in revealed}
     return [need for need in needs(lab) if need not in shown]
+
+
+def fill_in_tested_by(grade_id):
+    """The fill-in a test cell checks: ``test_toposort`` checks the cell ``toposort``."""
+    return grade_id[len("test_"):]
+
+
+def test_cell_of(fill_in):
+    """The id of the test cell that checks ``fill_in`` (:func:`fill_in_tested_by`'s inverse)."""
+    return f"test_{fill_in}"

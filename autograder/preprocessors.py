@@ -32,7 +32,7 @@ from traitlets import Type
 
 from autograder import hidden
 from autograder.checks import answer, cases, checks_of, new_seed, ptx
-from autograder.labs import LABS
+from autograder.labs import LABS, fill_in_tested_by
 from autograder.runner import names_tests_read, skips_demo
 
 KERNEL_DIED = "KernelDied"
@@ -273,7 +273,7 @@ def _tested(cell, resources):
         checks = checks_of(lab)
     except (ValueError, TypeError, ImportError):
         return None
-    fill_in = grade_id[len("test_"):]
+    fill_in = fill_in_tested_by(grade_id)
     return (lab, fill_in) if fill_in in checks else None
 
 

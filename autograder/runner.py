@@ -35,6 +35,7 @@ import nbformat
 from autograder.checks import answer, cases, ptx, verify
 from autograder import edition, sandbox
 from autograder.hidden import visible_part
+from autograder.labs import fill_in_tested_by
 from autograder.sandbox import REPO, Limits
 
 MAX_EVENT_BYTES = 16 * 2**20
@@ -152,7 +153,7 @@ def cells_to_run(notebook_path, lab):
                 continue
             seen.add(grade_id)
         if grade_id in tests:
-            rows.append((grade_id, (index, visible[grade_id], grade_id[len("test_"):])))
+            rows.append((grade_id, (index, visible[grade_id], fill_in_tested_by(grade_id))))
         elif cell.cell_type == "code" and not skips_demo(cell, read):
             rows.append((grade_id, (index, cell.source, None)))
         else:
@@ -161,7 +162,7 @@ def cells_to_run(notebook_path, lab):
         if grade_id in tests and grade_id not in seen:
             before = [i for i, (g, _) in enumerate(rows) if position and g == order[position - 1]]
             at = before[-1] + 1 if before else (0 if not position else len(rows))
-            rows.insert(at, (grade_id, (grade_id, visible[grade_id], grade_id[len("test_"):])))
+            rows.insert(at, (grade_id, (grade_id, visible[grade_id], fill_in_tested_by(grade_id))))
             seen.add(grade_id)
     return [row for _, row in rows if row is not None]
 
@@ -247,7 +248,8 @@ def _binds_any(source, names):
 def grade_submission(notebook_path, lab, student, seed, limits=None):
     """Grade one submitted notebook; never raises for anything the submission does."""
     notebook_path, limits = Path(notebook_path), limits or Limits()
-    drawn = {f"{fill_in}/{n}": case for fill_in in (g[len("test_"):] for g, _ in test_cells(lab))
+    fill_ins = [fill_in_tested_by(grade_id) for grade_id, _ in test_cells(lab)]
+    drawn = {f"{fill_in}/{n}": case for fill_in in fill_ins
              for n, case in enumerate(cases(lab, fill_in, seed))}
     notes, visible_failures = [], {}
     try:
@@ -266,7 +268,7 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
 
 def _verdict(grade_id, points, drawn, outcomes, visible_failures):
     """The :class:`TestResult` of one test cell: its visible tests, then each of its checks."""
-    fill_in = grade_id[len("test_"):]
+    fill_in = fill_in_tested_by(grade_id)
     failures = []
     if fill_in in visible_failures:
         failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
@@ -467,5 +469,5 @@ def _kill_group(process):
 
 def _worker_environment(scratch):
     """Only what Python, numpy and numba need, one thread each; nothing of the instructor's."""
-    return {**sandbox.student_environment(scratch), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    return {**sandbox.student_environment(scratch), "MPLBACKEND": "Agg",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.labs import test_cell_of
 from autograder.runner import source_notebook, test_cells
 
 KINDS = ("full", "untouched", "bug", "loops", "no_test")
@@ -66,12 +67,12 @@ def expected_score(kind, lab):
     if kind == "untouched":
         return 0
     if kind == "bug":
-        return 100 - points["test_" + BUGS[lab][0]]
+        return 100 - points[test_cell_of(BUGS[lab][0])]
     nb = nbformat.read(source_notebook(lab), as_version=4)       # "loops": its first fill-in
     first = next(c for c in nb.cells if c.cell_type == "code"
                  and c.metadata.get("nbgrader", {}).get("solution")
                  and "### BEGIN SOLUTION" in c.source)
-    return 100 - points["test_" + first.metadata["nbgrader"]["grade_id"]]
+    return 100 - points[test_cell_of(first.metadata["nbgrader"]["grade_id"])]
 
 
 def write(kind, lab, release_folder, path):
