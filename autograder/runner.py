@@ -248,8 +248,9 @@ def _binds_any(source, names):
 def grade_submission(notebook_path, lab, student, seed, limits=None):
     """Grade one submitted notebook; never raises for anything the submission does."""
     notebook_path, limits = Path(notebook_path), limits or Limits()
-    fill_ins = [fill_in_tested_by(grade_id) for grade_id, _ in test_cells(lab)]
-    drawn = {f"{fill_in}/{n}": case for fill_in in fill_ins
+    tested = test_cells(lab)
+    drawn = {f"{fill_in}/{n}": case
+             for fill_in in (fill_in_tested_by(grade_id) for grade_id, _ in tested)
              for n, case in enumerate(cases(lab, fill_in, seed))}
     notes, visible_failures = [], {}
     try:
@@ -261,7 +262,7 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
         outcomes = (_run_workers(cells, drawn, lab, limits, notes, visible_failures)
                     if cells is not None else {})
         tests = [_verdict(grade_id, points, drawn, outcomes, visible_failures)
-                 for grade_id, points in test_cells(lab)]
+                 for grade_id, points in tested]
     notes.append(sandbox.isolation_note())
     return SubmissionResult(student, lab, seed, tests, notes)
 

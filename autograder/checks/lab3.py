@@ -519,8 +519,8 @@ def _backward_case(rng, program, what, only=None, hint=BACKWARD_HINT, shown=""):
     the first difference reported is the first place where the backward sweep went wrong (or
     only the nodes named in ``only``); ``shown`` is added to the description."""
     end, nodes = _traced(program)
-    g = float(rng.standard_normal()) if np.shape(end.value) == () else rng.standard_normal(
-        np.shape(end.value))
+    shape = np.shape(end.value)
+    g = float(rng.standard_normal()) if shape == () else rng.standard_normal(shape)
     grads = mini.backward_pass(g, end)
     keep = [nodes[name] for name in only] if only else reversed(mini.toposort(end))
     expected = {node_key(node): grads.get(node, MISSING) for node in keep}

@@ -99,10 +99,16 @@ def _kept(student_mini, kernel):
     (``autograder.edition.cache``, which no process running student code can read or write),
     under the edition (its name is the digest of mini's source), the compiler's version and
     this module's source (the compiling process runs its :func:`main`)."""
-    versions = [importlib.metadata.version(name) for name in ("numba", "numba-cuda")]
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(json.dumps([versions, kernel]).encode())
+    digest = hashlib.sha256(_compiler_identity())
+    digest.update(kernel.encode())
     return edition.cache() / "ptx" / student_mini.name / f"{digest.hexdigest()}.ptx"
+
+
+@functools.cache
+def _compiler_identity():
+    """What besides the kernel decides its PTX: numba's versions and this module's source."""
+    versions = [importlib.metadata.version(name) for name in ("numba", "numba-cuda")]
+    return json.dumps(versions).encode() + Path(__file__).read_bytes()
 
 
 def _compile(student_mini, kernel):

@@ -151,12 +151,11 @@ def to_plain(value):
     numpy numbers become ``{"$array": [...], "$shape": [...], "$dtype": "float32"}`` (numbers
     only: anything else is refused with TypeError); tuples, slices, Ellipsis and dicts become
     one-key dicts.  An object with an odd ``__eq__`` or ``__float__`` cannot survive the trip."""
-    kind = type(value)
-    if kind in _PLAIN:
+    if type(value) in _PLAIN:
         return value
-    if kind is list:
+    if isinstance(value, list):
         return [to_plain(item) for item in value]
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, str):
         return value
     if isinstance(value, np.bool_):
         return bool(value)
@@ -170,8 +169,6 @@ def to_plain(value):
             raise TypeError(f"an array of {array.dtype} values (only numbers are reported)")
         return {"$array": array.ravel().tolist(), "$shape": list(array.shape),
                 "$dtype": array.dtype.name}
-    if isinstance(value, list):
-        return [to_plain(item) for item in value]
     if isinstance(value, tuple):
         return {"$tuple": [to_plain(item) for item in value]}
     if isinstance(value, dict):
