@@ -105,7 +105,8 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
     if cgroup is not None:          # before it forks a kernel: it forks none before "ready"
-        sandbox.join(sandbox.nested_cgroup(cgroup, "server", "max") or cgroup, process.pid)
+        own = sandbox.nested_cgroup(cgroup, f"server-{process.pid}", "max")  # one per worker
+        sandbox.join(own or cgroup, process.pid)
     if process.stdout.readline() != b"ready\n":
         process.kill()
         process.wait()

@@ -50,7 +50,9 @@ def _left_running(folder, seconds=20):
         for entry in Path("/proc").iterdir():
             try:
                 if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(folder):
-                    left.append(entry.name)
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
+                    command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    left.append(f"{entry.name} {' '.join(state)} {command[:200]}")
             except OSError:
                 continue
         if not left or time.monotonic() > deadline:
