@@ -22,7 +22,7 @@ import json
 from nbformat import v4
 
 from autograder import probes
-from autograder.checks import answer, cases, new_seed, verify
+from autograder.checks import answer, cases, new_seed, tally
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
@@ -41,16 +41,21 @@ def visible_part(source):
 
 
 def grade(lab, fill_in, namespace, seed=None):
-    """Run every check of one fill-in in this process (what a hidden test cell calls).
+    """Run every check of one fill-in in this process (what a hidden test cell calls); raise
+    AssertionError, naming each behaviour that failed, unless all pass.
 
     Prints the seed, so that a failure can be reproduced with ``AUTOGRADER_SEED``.
     """
     seed = new_seed() if seed is None else seed
     print(f"hidden checks for {fill_in} (seed {seed})")
     probes.lab_probes(lab)
-    for n, case in enumerate(cases(lab, fill_in, seed)):
-        outcome = probes.run(lab, case.task(), namespace, lambda question: answer(case, question), n)
-        verify(case, outcome)
+    drawn = cases(lab, fill_in, seed)
+    outcomes = [probes.run(lab, case.task(), namespace,
+                           lambda question, case=case: answer(case, question), n)
+                for n, case in enumerate(drawn)]
+    verdict = tally(drawn, outcomes, 1.0)
+    if verdict.failed:
+        raise AssertionError(verdict.report(fill_in, seed))
 
 
 def hidden_call(source, lab, fill_in, drawn, nonce):
@@ -61,24 +66,36 @@ def hidden_call(source, lab, fill_in, drawn, nonce):
             f"report({lab!r}, {fill_in!r}, {tasks!r}, {nonce!r}, globals())\n")
 
 
-def judge(outputs, fill_in, drawn, seed, nonce):
-    """Grader side: the cell's outputs as they are to be scored.
+def judge(outputs, fill_in, drawn, seed, nonce, points):
+    """Grader side: the cell's outputs as they are to be scored, out of ``points``.
 
-    Reports are taken out.  An error already there (a visible test failed) stays first; else a
-    failed or missing report puts an error output first, and a passing one leaves a line saying
-    so.  A value the cell returned is shown, not scored (nbgrader would read it as partial credit).
+    Reports are taken out.  An error already there (a visible test failed) stays first and the
+    cell scores 0; so does a report that is missing or not this run's.  Otherwise the checks are
+    tallied (:func:`autograder.checks.tally`): all passed leaves a line saying so; some failed, a
+    line per failed behaviour and the score as the cell's value, which nbgrader reads as partial
+    credit; all failed, an error.  A value the cell itself returned is shown, not scored.
     """
     kept = [_shown(out) for out in outputs if probes.MIME not in out.get("data", {})]
     if any(out.get("output_type") == "error" for out in kept):
         return kept
-    problem = _problem([out["data"][probes.MIME] for out in outputs
-                        if probes.MIME in out.get("data", {})], fill_in, drawn, nonce)
+    reports = [out["data"][probes.MIME] for out in outputs if probes.MIME in out.get("data", {})]
+    problem, outcomes = _outcomes(reports, fill_in, drawn, nonce)
     if problem:
-        message = f"hidden checks for {fill_in} (seed {seed}): {problem}"
-        return [v4.new_output("error", ename="HiddenCheckFailed", evalue=message,
-                              traceback=[f"HiddenCheckFailed: {message}"])] + kept
-    return kept + [v4.new_output("stream", name="stdout",
-                                 text=f"hidden checks for {fill_in} passed (seed {seed})\n")]
+        return [_failure(f"hidden checks for {fill_in} (seed {seed}): {problem}")] + kept
+    verdict = tally(drawn, outcomes, points)
+    report = verdict.report(fill_in, seed)
+    if verdict.failed and verdict.score == 0:
+        return [_failure(report)] + kept
+    shown = kept + [v4.new_output("stream", name="stdout", text=report + "\n")]
+    if not verdict.failed:
+        return shown
+    return shown + [v4.new_output("execute_result", data={"text/plain": f"{verdict.score:g}"},
+                                  execution_count=None)]
+
+
+def _failure(message):
+    return v4.new_output("error", ename="HiddenCheckFailed", evalue=message,
+                         traceback=[f"HiddenCheckFailed: {message}"])
 
 
 def _shown(output):
@@ -88,14 +105,15 @@ def _shown(output):
                          metadata=output.get("metadata", {}))
 
 
-def _problem(reports, fill_in, drawn, nonce):
-    """Why the reports of one execution do not pass, or None if they do."""
+def _outcomes(reports, fill_in, drawn, nonce):
+    """``(why the reports of one execution cannot be scored, None)``, or ``(None, the
+    outcomes of the cases drawn)``."""
     if not reports:
         return ("the cell sent no report of its checks: something in the notebook stopped the "
-                "hidden tests from running")
+                "hidden tests from running"), None
     if len(reports) > 1:
         return (f"the cell sent {len(reports)} reports of its checks where it runs them once: "
-                "something in the notebook printed its own")
+                "something in the notebook printed its own"), None
     try:
         data = json.loads(reports[0])
         fresh = data["nonce"] == nonce and data["fill_in"] == fill_in
@@ -103,10 +121,5 @@ def _problem(reports, fill_in, drawn, nonce):
     except (TypeError, ValueError, KeyError):
         fresh, outcomes = False, None
     if not fresh or not isinstance(outcomes, list) or len(outcomes) != len(drawn):
-        return "the report of its checks is not the one this run of the cell made"
-    for case, outcome in zip(drawn, outcomes):
-        try:
-            verify(case, outcome)
-        except AssertionError as error:
-            return str(error)
-    return None
+        return "the report of its checks is not the one this run of the cell made", None
+    return None, outcomes

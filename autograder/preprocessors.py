@@ -183,7 +183,7 @@ class VerdictsOutsideKernel(ResilientExecute):
     stand-ins on its input channel (``input()``, open for test cells only), and each question is
     answered here for that cell's cases alone.  After the cell ran, :func:`hidden.judge` verifies
     the report against the expected values computed here and sets the cell's outputs, which
-    ``SaveAutoGrades`` scores as usual.  The cell keeps its source.  A visible test that fails is
+    ``SaveAutoGrades`` scores as usual (a partial score as the cell's value).  The cell keeps its source.  A visible test that fails is
     an error before the report, and still costs the cell.
     """
 
@@ -206,7 +206,8 @@ class VerdictsOutsideKernel(ResilientExecute):
             cell, resources = super().preprocess_cell(cell, resources, index)
         finally:
             cell.source, self._answering = source, None
-        cell.outputs = hidden.judge(cell.get("outputs", []), fill_in, drawn, seed, nonce)
+        points = float(cell.metadata["nbgrader"]["points"])     # the gradebook's (OverwriteCells)
+        cell.outputs = hidden.judge(cell.get("outputs", []), fill_in, drawn, seed, nonce, points)
         return cell, resources
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None,

@@ -8,9 +8,9 @@ environment, resource limits and a student edition of mini, sends it the student
 the place of each test cell the visible part of the SOURCE's test, and each case's task (a probe
 and its inputs, plain data), and reads back plain JSON: the probes' outcomes, and the questions of
 stand-ins, answered here while the worker waits.  Each case is then verified here, with
-``autograder.checks.verify``, in a process that never ran student code.  A test cell scores its
-points when its visible tests ran without an error and every check of its fill-in passes, as in
-nbgrader.
+``autograder.checks.tally``, in a process that never ran student code.  A test cell whose
+visible tests ran without an error earns the share of each behaviour of its fill-in whose checks
+all pass, as on the nbgrader path.
 
 If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), the step it announced
 last is marked as failed with the reason, and a fresh worker carries on after it.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.checks import answer, cases, ptx, verify
+from autograder.checks import answer, cases, ptx, tally
 from autograder import edition, sandbox
 from autograder.hidden import visible_part
 from autograder.labs import fill_in_tested_by
@@ -261,26 +261,24 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
     with ptx.one_submission():              # lab 5's kernels: one compiling process
         outcomes = (_run_workers(cells, drawn, lab, limits, notes, visible_failures)
                     if cells is not None else {})
-        tests = [_verdict(grade_id, points, drawn, outcomes, visible_failures)
+        tests = [_verdict(grade_id, points, drawn, outcomes, visible_failures, seed)
                  for grade_id, points in tested]
     notes.append(sandbox.isolation_note())
     return SubmissionResult(student, lab, seed, tests, notes)
 
 
-def _verdict(grade_id, points, drawn, outcomes, visible_failures):
-    """The :class:`TestResult` of one test cell: its visible tests, then each of its checks."""
+def _verdict(grade_id, points, drawn, outcomes, visible_failures, seed):
+    """The :class:`TestResult` of one test cell: 0 if its visible tests failed, else the share
+    of each behaviour whose checks all passed (:func:`autograder.checks.tally`)."""
     fill_in = fill_in_tested_by(grade_id)
-    failures = []
     if fill_in in visible_failures:
-        failures.append(f"the visible tests of {grade_id} failed: {visible_failures[fill_in]}")
-    for key in [key for key in drawn if key.rsplit("/", 1)[0] == fill_in] if not failures else ():
-        outcome = outcomes.get(key, {"error": "NotGraded: the notebook could not be run"})
-        try:
-            verify(drawn[key], outcome)
-        except AssertionError as error:
-            failures.append(str(error))
-    output = "All checks passed." if not failures else failures[0]
-    return TestResult(grade_id, 0.0 if failures else points, points, output)
+        return TestResult(grade_id, 0.0, points, f"the visible tests of {grade_id} failed: "
+                                                 f"{visible_failures[fill_in]}")
+    keys = [key for key in drawn if key.rsplit("/", 1)[0] == fill_in]
+    verdict = tally([drawn[key] for key in keys],
+                    [outcomes.get(key, {"error": "NotGraded: the notebook could not be run"})
+                     for key in keys], points)
+    return TestResult(grade_id, verdict.score, points, verdict.report(fill_in, seed))
 
 
 def _run_workers(cells, drawn, lab, limits, notes, visible_failures):

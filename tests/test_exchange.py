@@ -26,14 +26,17 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import course, samples
 
+from wrong_work import VISIBLE, points_lost
+
 # nbgrader 0.9's release_feedback passes "authentictor=" (sic) to its exchange: its warning, not ours
 pytestmark = pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")
 LAB = "lab2_graphs"
 BIN = Path(sys.executable).parent
 REPO = course.REPO
-# The slips in bob's notebook: one in the topological sort (samples.BUGS), and the quiz's gradient
-# with one of the two paths from a to e forgotten (21 is right, 15 misses the fan-out).
-BOB_BROKE = {"test_toposort", "test_quiz_values"}
+# The slips in bob's notebook: one in the topological sort (samples.BUGS, which its visible tests
+# catch: the whole cell), and the quiz's gradient with one of the two paths from a to e forgotten
+# (21 is right, 15 misses the fan-out: that answer's share of the cell).
+BOB_LOST = points_lost(LAB, {"toposort": VISIBLE, "quiz_values": ["quiz_grad_a"]})
 FORGOT_A_PATH = ("quiz_grad_a = 1.0 * (5.0 * 3.0 + 6.0 * 1.0)", "quiz_grad_a = 1.0 * (5.0 * 3.0)")
 
 
@@ -167,7 +170,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
     with Gradebook(grader.coursedir.db_url, "mini") as gb:
         scores = {name: gb.find_submission(LAB, name).score for name in ("alice", "bob", "carol")}
     total = sum(points.values())
-    assert scores == {"alice": total, "bob": total - sum(points[c] for c in BOB_BROKE),
+    assert scores == {"alice": total, "bob": total - sum(BOB_LOST.values()),
                       "carol": total}
 
     # Each student fetches feedback: one page, for their last submission, with their own scores.
@@ -180,8 +183,8 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
         assert list(pages) == [last], f"{name} should get feedback on their last submission only"
         score, out_of, cells = scores_in(pages[last])
         assert (score, out_of) == (scores[name], total)
-        broke = BOB_BROKE if name == "bob" else set()
-        assert cells == {cell: 0.0 if cell in broke else float(p) for cell, p in points.items()}
+        lost = BOB_LOST if name == "bob" else {}
+        assert cells == {cell: float(p) - lost.get(cell, 0) for cell, p in points.items()}
         assert len(list(cache.iterdir())) == (2 if name == "alice" else 1)   # every submission
 
 

@@ -1,11 +1,12 @@
 """Lab 1's checks catch the mistakes students make, and say which.
 
 Each wrong version below replaces one fill-in's answer in the solution notebook; a notebook holds
-several of them, in fill-ins whose checks do not call each other's (a check answers the calls to
-the other fill-ins itself), so each costs its own test cell's points and nothing else.  The
-pytest path grades both notebooks, the nbgrader path the first one; the hidden checks are also
-run directly on the two mistakes that once scored full marks (one maximum for the whole batch,
-weights updated in place), so that they are caught even where a visible test would not be.
+several of them, in fill-ins whose checks do not call each other's (a check answers the calls to the
+other fill-ins itself), so each costs a share of its own test cell's points (the behaviours it gets
+wrong, all of them when a visible test catches it) and nothing else. The pytest path grades both
+notebooks, the nbgrader path the first one; the hidden checks are also run directly on the two
+mistakes that once scored full marks (one maximum for the whole batch, weights updated in place), so
+that they are caught even where a visible test would not be.
 """
 import re
 
@@ -13,12 +14,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from autograder import runner
 from autograder.checks import lab1
 from autograder.runner import source_notebook
 
-from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
-                        verdict)
+from wrong_work import (VISIBLE, graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        named_in, points_lost, verdict)
 
 LAB = "lab1_learning"
 
@@ -40,17 +40,23 @@ UPDATED_IN_PLACE = """
     return Ws, loss
 """
 
-# fill-in -> (its solution blocks, None where the solution's stays; a phrase of the message)
+# a step that calls mlp_forward on weights other than the ones it was given asks the checks'
+# stand-ins what they do not answer: every check of the step raises
+EVERY_STEP_CHECK = ["one step's loss and new weights", "the weights it was given left as they were",
+                    "training: the loss goes down step after step"]
+
+# fill-in -> (its solution blocks, None where the solution's stays; a phrase of the message; the
+# behaviours it gets wrong)
 WRONG_ONE = {
-    "softmax_loss": ([None, ONE_MAXIMUM_LOSS], "not one maximum for the whole batch"),
+    "softmax_loss": ([None, ONE_MAXIMUM_LOSS], "not one maximum for the whole batch", VISIBLE),
     "softmax_regression": (["""
     U = X @ W
     return softmax_loss(U, y), softmax_loss_grad(U, y).T @ X      # transposed: (C, d)
-"""], "grad_W should have the shape of W, (2, 3), got (3, 2)"),
+"""], "grad_W should have the shape of W, (2, 3), got (3, 2)", VISIBLE),
     "two_layer_backward": (["""
     X, H = cache["X"], cache["H"]
     return X.T @ (G_U @ W2.T), H.T @ G_U                           # no relu'(Z)
-"""], "grad_W1 should be [[-1, 0], [-2, 0]]"),
+"""], "grad_W1 should be [[-1, 0], [-2, 0]]", VISIBLE),
     "mlp_backward": (["""
     grads = []
     for i in reversed(range(len(Ws))):
@@ -58,13 +64,14 @@ WRONG_ONE = {
         grads.append(cache["Z"][i].T @ D)                          # last layer first
         G = D @ Ws[i].T
     return grads
-"""], "the gradients are in reverse order"),
+"""], "the gradients are in reverse order", VISIBLE),
     "sgd_step": (["""
     logits, cache = mlp_forward(X, Ws)
     grads = mlp_backward(softmax_loss_grad(logits, y), Ws, cache)
     new_Ws = [W - lr * g for W, g in zip(Ws, grads)]
     return new_Ws, softmax_loss(mlp_forward(X, new_Ws)[0], y)      # the loss AFTER the step
-"""], "the loss there (BEFORE the step)"),
+"""], "the loss there (BEFORE the step)",
+                 EVERY_STEP_CHECK),
 }
 WRONG_TWO = {
     "softmax_loss_grad": (["""
@@ -72,11 +79,13 @@ WRONG_TWO = {
     G = E / np.sum(E, axis=1, keepdims=True)
     G[np.arange(U.shape[0]), y] -= 1.0
     return G / U.shape[0]
-"""], "exp(1000) itself overflows to inf"),
+"""], "exp(1000) itself overflows to inf",
+                          ["no overflow for large logits"]),
     "two_layer_forward": (["""
     Z = np.maximum(X @ W1, 0)                                      # Z after the ReLU
     return Z @ W2, {"X": X, "Z": Z, "H": Z}
-"""], "cache['Z'] should be X @ W1 = [[3, -5]] (before the ReLU)"),
+"""], "cache['Z'] should be X @ W1 = [[3, -5]] (before the ReLU)",
+                          VISIBLE),
     "mlp_forward": (["""
     Zs, As, Z = [], [], X
     for W in Ws:
@@ -84,8 +93,9 @@ WRONG_TWO = {
         As.append(Z @ W)
         Z = np.maximum(As[-1], 0)                                  # a ReLU on the logits too
     return Z, {"Z": Zs, "A": As}
-"""], "with NO ReLU"),
-    "sgd_step": ([UPDATED_IN_PLACE], "sgd_step changed the weights it was given"),
+"""], "with NO ReLU", VISIBLE),
+    "sgd_step": ([UPDATED_IN_PLACE], "sgd_step changed the weights it was given",
+                 VISIBLE),
 }
 
 
@@ -93,7 +103,7 @@ def _solution_with(wrong):
     """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
     nb = nbformat.read(source_notebook(LAB), as_version=4)
     for cell in nb.cells:
-        blocks, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None, None))
+        blocks = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None,))[0]
         if blocks:
             cell.source = _replaced(cell.source, blocks)
     return nb
@@ -109,24 +119,25 @@ def _replaced(source, blocks):
 
 
 def _expected_losses(wrong):
-    points = dict(runner.test_cells(LAB))
-    return {f"test_{fill_in}": points[f"test_{fill_in}"] for fill_in in wrong}
+    return points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
 
 
 @pytest.mark.parametrize("wrong", [WRONG_ONE, WRONG_TWO], ids=["one", "two"])
-def test_each_mistake_costs_its_own_points_with_a_message_naming_it(wrong, tmp_path):
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(wrong, tmp_path):
     lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(wrong), tmp_path)
     assert lost == _expected_losses(wrong)
-    for fill_in, (_, phrase) in wrong.items():
-        assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
+    for fill_in, (_, phrase, failed) in wrong.items():
+        for text in named_in(failed, phrase):
+            assert text in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
     score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG_ONE), tmp_path,
                                                monkeypatch)
     assert score == 100 - sum(_expected_losses(WRONG_ONE).values())
-    for fill_in, (_, phrase) in WRONG_ONE.items():
-        assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
+    for fill_in, (_, phrase, failed) in WRONG_ONE.items():
+        for text in named_in(failed, phrase):
+            assert text in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 
 
 def _namespace(wrong):
@@ -143,13 +154,13 @@ def _namespace(wrong):
 @pytest.mark.parametrize("blocks", [[None, ONE_MAXIMUM_LOSS], [ONE_MAXIMUM_SOFTMAX, None]],
                          ids=["softmax_loss", "softmax"])
 def test_the_hidden_checks_catch_one_maximum_for_the_whole_batch(blocks):
-    namespace = _namespace({"softmax_loss": (blocks, "")})
+    namespace = _namespace({"softmax_loss": (blocks, "", [])})
     with pytest.raises(AssertionError, match=r"whose rows lie 1000 apart.*\n.*OWN maximum"):
         verdict(LAB, "softmax_loss", lab1.check_softmax_loss_rows_far_apart, namespace)
 
 
 def test_the_hidden_checks_catch_weights_updated_in_place():
-    namespace = _namespace({"sgd_step": ([UPDATED_IN_PLACE], "")})
+    namespace = _namespace({"sgd_step": ([UPDATED_IN_PLACE], "", [])})
     with pytest.raises(AssertionError, match=r"should be 'left as they were', got str 'changed "
                                              r"by the call \(Ws\[0\]"):
-        verdict(LAB, "sgd_step", lab1.check_sgd_step, namespace)
+        verdict(LAB, "sgd_step", lab1.check_sgd_step_leaves_the_weights, namespace)

@@ -20,8 +20,8 @@ from autograder.checks import lab2
 from autograder.runner import source_notebook
 from mini.graph import CycleError
 
-from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
-                        verdict)
+from wrong_work import (VISIBLE, graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        named_in, points_lost, verdict)
 
 LAB = "lab2_graphs"
 
@@ -90,30 +90,32 @@ PLACEHOLDERS_IN_PARENT_ORDER = """
     return end_node.value
 """
 
-# fill-in -> (its solution block, a phrase of the message)
+# fill-in -> (its solution block, a phrase of the message, the behaviours it gets wrong)
 WRONG = {
-    "build_running_example": (SECOND_X1_NODE, "a node outside the dict (x1)"),
-    "running_example_adjoints": (ONE_PATH_TO_X1, "the adjoint of x1 misses a path"),
-    "toposort": (ONE_STEP_FROM_THE_END, "not on the cycle"),
+    "build_running_example": (SECOND_X1_NODE, "a node outside the dict (x1)",
+                              ["the running example's nodes, values and edges"]),
+    "running_example_adjoints": (ONE_PATH_TO_X1, "the adjoint of x1 misses a path", VISIBLE),
+    "toposort": (ONE_STEP_FROM_THE_END, "not on the cycle", ["names a node on the cycle"]),
     "evaluate": (PLACEHOLDERS_IN_PARENT_ORDER,
-                 "put each parent's value at the position parent_argnums gives for it"),
+                 "put each parent's value at the position parent_argnums gives for it", VISIBLE),
     "quiz_graph": ("""
 quiz_nodes = 4                                    # the operations only
 quiz_edges = 8
 quiz_order = ["a", "b", "c", "d", "e", "f"]
-""", "the result['quiz_nodes'] is wrong: expected 6, got 4"),
+""", "the result['quiz_nodes'] is wrong: expected 6, got 4", ["quiz_nodes"]),
     "quiz_values": ("""
 quiz_value_e = 30.0
 quiz_grad_a = 5.0 * 3.0                           # the path through c only
-""", "ADD the two paths"),
+""", "ADD the two paths", ["quiz_grad_a"]),
 }
+LOST = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in WRONG.items()})
 
 
 def _solution_with(wrong):
     """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
     nb = nbformat.read(source_notebook(LAB), as_version=4)
     for cell in nb.cells:
-        block, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None, None))
+        block = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None,))[0]
         if block:
             cell.source, replaced = re.subn(
                 r"(?<=### BEGIN SOLUTION\n).*?(?=\s*### END SOLUTION)",
@@ -122,18 +124,20 @@ def _solution_with(wrong):
     return nb
 
 
-def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path):
     lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
-    assert lost == dict(runner.test_cells(LAB))
-    for fill_in, (_, phrase) in WRONG.items():
-        assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
+    assert lost == LOST
+    for fill_in, (_, phrase, failed) in WRONG.items():
+        for text in named_in(failed, phrase):
+            assert text in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
     score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
-    assert score == 0
-    for fill_in, (_, phrase) in WRONG.items():
-        assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
+    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(LOST.values())
+    for fill_in, (_, phrase, failed) in WRONG.items():
+        for text in named_in(failed, phrase):
+            assert text in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 
 
 def _namespace(name, block):
@@ -156,7 +160,7 @@ def test_the_hidden_checks_catch_placeholders_filled_in_the_order_of_parents():
         verdict(LAB, "evaluate", lab2.check_evaluate_parents_out_of_argument_order, namespace)
 
 
-CYCLE_CHECKS = (lab2.check_toposort_cycle, lab2.check_toposort_self_loop)
+CYCLE_CHECKS = (lab2.check_toposort_cycle_named, lab2.check_toposort_self_loop_named)
 
 
 @pytest.mark.parametrize("seed", range(5))

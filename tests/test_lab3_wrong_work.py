@@ -1,13 +1,14 @@
 """Lab 3's checks catch the mistakes students make, and say which.
 
-Each wrong version below changes one fill-in's answer in the solution notebook.  One notebook
-holds a wrong version of every fill-in: no check of one fill-in runs another's (each gets
-stand-ins: pre-traced graphs, tables of local derivatives, answers the grader computes), so each
-costs its own test cell's points and nothing else, on both grading paths.  Some of them only the
-hidden checks see (a reflected operator recording its operands the wrong way round, a VJP that
-leaves its gradient broadcast, one wrong JVP).  The hidden checks are also run directly on the
-three mistakes that once scored full marks: a numerical_grad that never puts x[i] back, a
-make_vjp that traces fun again on every vjp(g), and a jacobian_reverse that traces once per row.
+Each wrong version below changes one fill-in's answer in the solution notebook. One notebook holds a
+wrong version of every fill-in: no check of one fill-in runs another's (each gets stand-ins:
+pre-traced graphs, tables of local derivatives, answers the grader computes), so each costs the
+share of its own test cell's points that the behaviours it gets wrong are worth (all of them when a
+visible test catches it) and nothing else, on both grading paths. Some of them only the hidden
+checks see (a reflected operator recording its operands the wrong way round, a VJP that leaves its
+gradient broadcast, one wrong JVP). The hidden checks are also run directly on the three mistakes
+that once scored full marks: a numerical_grad that never puts x[i] back, a make_vjp that traces fun
+again on every vjp(g), and a jacobian_reverse that traces once per row.
 """
 
 import nbformat
@@ -18,43 +19,47 @@ from autograder import probes, runner
 from autograder.checks import answer, case_for, checks_of, lab3
 from autograder.runner import source_notebook
 
-from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
-                        namespace_through, verdict)
+from wrong_work import (VISIBLE, graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        named_in, namespace_through, points_lost, verdict)
 
 LAB = "lab3_autodiff"
 
-# fill-in -> ([(code in its solution, its replacement)], a phrase of the message, or phrases)
+# fill-in -> ([(code in its solution, its replacement)], a phrase of the message, or phrases,
+# the behaviours it gets wrong)
 WRONG = {
     "tracer": ([("    def __radd__(self, other):\n        return mini.add(other, self)",
                  "    def __radd__(self, other):\n        return mini.add(self, other)")],
-               "['graph']['node 10 (add)']['parent_argnums'] is wrong"),
+               "['graph']['node 10 (add)']['parent_argnums'] is wrong",
+               ["reflected operators (2.0 - x, 1.0 / x)"]),
     "add_outgrads": ([("    return prev_g + g", "    prev_g += g\n    return prev_g")],
-                     "add_outgrads changed its arguments"),
+                     "add_outgrads changed its arguments", VISIBLE),
     "unbroadcast": ([("    for axis, length in enumerate(shape):\n"            # leading axes only
                       "        if length == 1 and g.shape[axis] != 1:\n"
                       "            g = g.sum(axis=axis, keepdims=True)\n", "")],
-                    "returned shape (3, 4): the result must have the argument's shape (3, 1)"),
+                    "returned shape (3, 4): the result must have the argument's shape (3, 1)",
+                    VISIBLE),
     "elementwise_vjps": ([("1: lambda g, ans, x, y: _like_x(g * x, y)}",
                            "1: lambda g, ans, x, y: g * x}")],            # not unbroadcast
-                         ("vjps[mini.multiply][1] on 9 argument shapes", "expected shape (")),
+                         ("vjps[mini.multiply][1] on 9 argument shapes", "expected shape ("),
+                         ["the VJPs of mini.multiply"]),
     "shape_vjps": ([("    np.add.at(x_bar, index, g)", "    x_bar[index] = g")],
-                   "vjps[getitem][0](g, ans, (4,), (4,)) with g of shape (4,) is wrong"),
+                   "vjps[getitem][0](g, ans, (4,), (4,)) with g of shape (4,) is wrong", VISIBLE),
     "log_softmax_vjp": ([("np.sum(g, axis=axis, keepdims=True)", "np.sum(g, axis=axis)")],
-                        "operands could not be broadcast together"),
+                        "operands could not be broadcast together", VISIBLE),
     "backward_pass": ([("grads[parent] = add_outgrads(grads.get(parent), share)",
                         "grads[parent] = share")],
-                      "x1 feeds both x3 and x7"),
+                      "x1 feeds both x3 and x7", VISIBLE),
     "make_vjp": ([("    def vjp(g):\n        return backward_pass(g, end)[start]",
                    "    def vjp(g):\n        again = Box(x, name=\"x\")\n"
                    "        return backward_pass(g, fun(again))[again]")],
-                 "fun ran 3 times: make_vjp should trace fun once"),
+                 "fun ran 3 times: make_vjp should trace fun once", VISIBLE),
     "grad": ([("return vjp(1.0)", "return vjp(np.ones_like(x))")],
-             "shaped like the OUTPUT"),
+             "shaped like the OUTPUT", VISIBLE),
     "numerical_grad": ([("        x[i] = original\n", "")],
-                       "x[0] was not put back before x[1] was shifted"),
+                       "x[0] was not put back before x[1] was shifted", VISIBLE),
     "forward_mode": ([("1: lambda t, ans, x, y: -t * ans / y}",
                        "1: lambda t, ans, x, y: t * ans / y}")],
-                     "the result['jvps[mini.divide][1](t, ans,"),
+                     "the result['jvps[mini.divide][1](t, ans,", ["the JVPs of the primitives"]),
 }
 
 RETRACING_JACOBIAN = ("""    vjp, value = make_vjp(fun, np.asarray(x, dtype=float))
@@ -72,7 +77,7 @@ def _solution_with(wrong):
     """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
     nb = nbformat.read(source_notebook(LAB), as_version=4)
     for cell in nb.cells:
-        replacements, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([], ""))
+        replacements = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([],))[0]
         for old, new in replacements:
             assert cell.source.count(old) == 1, old
             cell.source = cell.source.replace(old, new)
@@ -81,21 +86,25 @@ def _solution_with(wrong):
 
 def _assert_named(fill_in, message):
     """The message of ``fill_in``'s test cell says what WRONG expects it to."""
-    phrases = WRONG[fill_in][1]
+    _, phrases, failed = WRONG[fill_in]
     for phrase in [phrases] if isinstance(phrases, str) else phrases:
-        assert phrase in message, (fill_in, message)
+        for text in named_in(failed, phrase):
+            assert text in message, (fill_in, message)
 
 
-def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
+LOST = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in WRONG.items()})
+
+
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path):
     lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
-    assert lost == dict(runner.test_cells(LAB))
+    assert lost == LOST
     for fill_in in WRONG:
         _assert_named(fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
     score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
-    assert score == 0
+    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(LOST.values())
     for fill_in in WRONG:
         _assert_named(fill_in, shown[f"test_{fill_in}"])
 

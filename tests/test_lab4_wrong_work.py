@@ -1,12 +1,13 @@
 """Lab 4's checks catch the mistakes students make, and say which.
 
-Each wrong version below changes one fill-in's answer in the solution notebook.  One notebook
-holds a wrong version of every fill-in: no check of one fill-in runs another's (the hidden
-checks get graphs described as data, gradient values and orders the grader computes; the visible
-tests run graphs with the student's session_run only once its own tests passed), so each costs
-its own test cell's points and nothing else, on both grading paths.  The hidden checks are also
-run directly on mistakes the visible tests may not see, the first of them one that once scored
-full marks: a session_run that stores its values on the nodes.
+Each wrong version below changes one fill-in's answer in the solution notebook. One notebook holds a
+wrong version of every fill-in: no check of one fill-in runs another's (the hidden checks get graphs
+described as data, gradient values and orders the grader computes; the visible tests run graphs with
+the student's session_run only once its own tests passed), so each costs the share of its own test
+cell's points that the behaviours it gets wrong are worth (all of them when a visible test catches
+it) and nothing else, on both grading paths. The hidden checks are also run directly on mistakes the
+visible tests may not see, the first of them one that once scored full marks: a session_run that
+stores its values on the nodes.
 """
 
 import nbformat
@@ -14,37 +15,38 @@ import pytest
 
 from autograder import runner
 from autograder.checks import checks_of
-from autograder.checks.lab4 import classifier, gradients, passes, session
 from autograder.runner import source_notebook
 
-from wrong_work import (graded_on_the_nbgrader_path, graded_on_the_pytest_path,
-                        namespace_through, verdict)
+from wrong_work import (VISIBLE, graded_on_the_nbgrader_path, graded_on_the_pytest_path,
+                        named_in, namespace_through, points_lost, verdict)
 
 LAB = "lab4_framework"
 
-# fill-in -> ([(code in its solution, its replacement)], a phrase of the message)
+# fill-in -> ([(code in its solution, its replacement)], a phrase of the message, the behaviours
+# it gets wrong)
 WRONG = {
     "session_run": ([("values[node] = feed_dict[node]",
                       "values[node] = node.value = feed_dict[node]")],
-                    "left values on the nodes"),
+                    "left values on the nodes", VISIBLE),
     "gradients": ([("grads[parent] = share if parent not in grads else grads[parent] + share",
                     "grads[parent] = share")],
-                  "the result['gradient with respect to x1'] is wrong"),
+                  "the result['gradient with respect to x1'] is wrong",
+                  ["the gradients of a graph, contributions added up"]),
     "sgd_update": ([("variable.assign(variable.value - learning_rate * grad)",
                      "variable.value -= learning_rate * grad")],
-                   "changed a's old array in place"),
+                   "changed a's old array in place", VISIBLE),
     "classifier": ([("return mini.sum(scores * weights, axis=1) / "
                       "mini.sum(mask[:, :, None], axis=1)", "return mini.mean(scores, axis=1)")],
-                   "The average is over the REAL words"),
+                   "The average is over the REAL words", VISIBLE),
     "fold_constants": ([("all(isinstance(parent, Constant) for parent in parents)",
                          "all(isinstance(parent, (Constant, Variable)) for parent in parents)")],
-                       "folded something that reads a Variable"),
+                       "folded something that reads a Variable", VISIBLE),
     "eliminate_common_subexpressions": ([("first.setdefault(signature(candidate), candidate)",
                                           "first.setdefault(signature(node), candidate)")],
-                                        "repeats are found bottom-up"),
+                                        "repeats are found bottom-up", VISIBLE),
     "place": ([("        if node.device is None:\n            node.device = devices.get(",
                 "        if True:\n            node.device = devices.get(")],
-              "placed on 'numpy' by hand and must stay there"),
+              "placed on 'numpy' by hand and must stay there", VISIBLE),
 }
 
 
@@ -52,71 +54,75 @@ def _solution_with(wrong):
     """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
     nb = nbformat.read(source_notebook(LAB), as_version=4)
     for cell in nb.cells:
-        replacements, _ = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([], ""))
+        replacements = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([],))[0]
         for old, new in replacements:
             assert cell.source.count(old) == 1, old
             cell.source = cell.source.replace(old, new)
     return nb
 
 
-def test_each_mistake_costs_its_own_points_with_a_message_naming_it(tmp_path):
+LOST = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in WRONG.items()})
+
+
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path):
     lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
-    assert lost == dict(runner.test_cells(LAB))
-    for fill_in, (_, phrase) in WRONG.items():
-        assert phrase in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
+    assert lost == LOST
+    for fill_in, (_, phrase, failed) in WRONG.items():
+        for text in named_in(failed, phrase):
+            assert text in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
 def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
     score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
-    assert score == 0
-    for fill_in, (_, phrase) in WRONG.items():
-        assert phrase in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
+    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(LOST.values())
+    for fill_in, (_, phrase, failed) in WRONG.items():
+        for text in named_in(failed, phrase):
+            assert text in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 
 
 # -- the hidden checks alone ----------------------------------------------------------------------
 
-HIDDEN = [  # (fill-in, replacements, a check of it, a pattern of its message)
+HIDDEN = [  # (fill-in, replacements, the name of a check of it, a pattern of its message)
     ("session_run", [("    results = [values[node] for node in nodes]",
                       "    for node, value in values.items():\n        node.value = value\n"
                       "    results = [values[node] for node in nodes]")],
-     session.session_feeds_check,
-     r"'error, labels_\d+, multiply \.\.\. hold values \(node.value\)'"),
+     "session_drives_training_check_stored", r"hold values \(node.value\)'"),
     ("session_run", [("            if node in values:\n                continue\n", "")],
-     session.session_once_check, r"got str 'computed s 3 times, a 2 times, b 2 times'"),
+     "session_once_check_computed", r"got str 'computed s 3 times, a 2 times, b 2 times'"),
     ("session_run", [("raise ValueError(f\"Placeholder '{node.name}' was not fed: put its value "
                       "in \"\n" + " " * 37 + "f\"feed_dict, e.g. {{{node.name}: ...}}\")",
                       "raise ValueError(\"a Placeholder was not fed\")")],
-     session.session_feeds_check, r"raised ValueError without naming 'labels_\d+'"),
+     "session_feeds_check_values", r"raised ValueError without naming 'labels_\d+'"),
     ("session_run", [("if node.device is None:", "if True:")],
-     session.session_devices_check, r"\['backend calls, by device'\] should be a dict"),
-    ("gradients", WRONG["gradients"][0], gradients.CHECKS["gradients"][2],
+     "session_devices_check_values", r"\['backend calls, by device'\] should be a dict"),
+    ("gradients", WRONG["gradients"][0], "gradients_random_graph_14_check",
      r"\['gradient with respect to \w+'\] is wrong"),
-    ("sgd_update", WRONG["sgd_update"][0], gradients.sgd_not_in_place_check,
+    ("sgd_update", WRONG["sgd_update"][0], "sgd_not_in_place_check",
      r"\[\"step 1 left the Variables' old arrays as they were\"\] should be True"),
     ("classifier", [("mini.log_softmax(logits, axis=-1)",
                      "mini.log(mini.softmax(logits, axis=-1))")],
-     classifier.classifier_loss_check, r"\['loss and its gradient, batch \d'\]\[0\] is wrong: "
+     "classifier_loss_check", r"\['loss and its gradient, batch \d'\]\[0\] is wrong: "
                                        r"expected \d+\.\d+, got inf"),
-    ("classifier", WRONG["classifier"][0], classifier.classifier_logits_check,
+    ("classifier", WRONG["classifier"][0], "classifier_logits_check",
      r"\['logits of batch 1 \(a graph of Variables and Placeholders\)'\] is wrong"),
-    ("fold_constants", WRONG["fold_constants"][0], passes._fold_check(16),
+    ("fold_constants", WRONG["fold_constants"][0], "fold_random_graph_16_check",
      r"\['values after the Variables were assigned new values'\]"),
     ("fold_constants", [('foldable = node.fun is not None and not getattr(node.fun, "stateful", '
                          'False)', "foldable = node.fun is not None")],
-     passes.fold_stateful_check, r"\['calls of the stateful primitive while fold_constants ran'\] "
+     "fold_stateful_check", r"\['calls of the stateful primitive while fold_constants ran'\] "
                                  r"is wrong: expected 0, got 2"),
     ("eliminate_common_subexpressions", [("elif node.fun is not None and not getattr(node.fun, "
                                           "\"stateful\", False):", "elif node.fun is not None:")],
-     passes.cse_stateful_check, r"\['its calls in one run of the result'\] is wrong: expected 2, "
+     "cse_stateful_check", r"\['its calls in one run of the result'\] is wrong: expected 2, "
                                 r"got 1"),
     ("eliminate_common_subexpressions", [("return node.fun, args, kwargs, node.device",
                                           "return node.fun, args, kwargs")],
-     passes.signature_check,
+     "signature_check",
      r"\[\"tanh\(x\) on no device, tanh\(x\) on 'numpy'\"\] should be False"),
     ("eliminate_common_subexpressions", WRONG["eliminate_common_subexpressions"][0],
-     passes.CHECKS["eliminate_common_subexpressions"][1],
+     "cse_random_graph_8_check",
      r"\['nodes the fetches need after the pass'\] is wrong"),
-    ("place", WRONG["place"][0], passes.place_by_hand_check,
+    ("place", WRONG["place"][0], "place_by_hand_check",
      r"\['place\(\.\.\.\) returns'\]"),
 ]
 
@@ -125,8 +131,7 @@ HIDDEN = [  # (fill-in, replacements, a check of it, a pattern of its message)
                          ids=[f"{fill_in}-{n}" for n, (fill_in, *_) in enumerate(HIDDEN)])
 def test_the_hidden_checks_catch_the_mistake_and_name_it(fill_in, replacements, check, message):
     namespace = namespace_through(LAB, fill_in, replacements)
-    if check not in checks_of(LAB)[fill_in]:
-        check = next(c for c in checks_of(LAB)[fill_in] if c.__name__ == check.__name__)
+    check, = [c for c in checks_of(LAB)[fill_in] if c.__name__ == check]
     with pytest.raises(AssertionError, match=message):
         verdict(LAB, fill_in, check, namespace)
 

@@ -1,17 +1,20 @@
-"""Lab 5 graded on wrong work: each wrong fill-in loses its own points, and its message names the
-mistake, on the pytest path and on the nbgrader path.
+"""Lab 5 graded on wrong work: each wrong fill-in loses the share of its own points that the
+behaviours it gets wrong are worth, and its message names the mistake and those behaviours, on
+the pytest path and on the nbgrader path.
 
-Two notebooks made from the solution, each with several fill-ins replaced (one mistake per
-fill-in, so that they do not interfere).  The first cheats: numpy or one thread does the work, or
-threads are laid out against coalescing, and the numbers come out right all the same; what gives
-each away is which thread computed what, or what the kernel compiles to.  The second slips as
-students do: a loop that strides by the block instead of the grid, a block's slots folded by one
-thread, a float64 accumulator in a float32 product, an accumulator not reset per row, an indptr
-that forgets the empty rows at the end.
+Two notebooks made from the solution, each with several fill-ins replaced (one mistake per fill-in,
+so that they do not interfere). The first cheats: numpy or one thread does the work, or threads are
+laid out against coalescing, and the numbers come out right all the same; what gives each away is
+which thread computed what, or what the kernel compiles to. The second slips as students do: a loop
+that strides by the block instead of the grid, a block's slots folded by one thread, a float64
+accumulator in a float32 product, an accumulator not reset per row, an indptr that forgets the empty
+rows at the end.
 """
 import nbformat
 
 from autograder import cli, course, runner
+
+from wrong_work import VISIBLE, named_in, points_lost
 
 LAB = "lab5_kernels"
 
@@ -22,7 +25,9 @@ CHEATS = {
         if cuda.grid(1) == 0:                           # numpy does the work, in one thread
             out[:] = np.vectorize(fn)(np.asarray(x))
     return kernel
-''', "out[i] is the number cuda.grid(1) of the thread that computed element i"),
+''', "out[i] is the number cuda.grid(1) of the thread that computed element i",
+        ["element i computed by thread i mod the grid's size",
+         "compiled: a stride of the grid's size", "compiled: float32 throughout"]),
     "zip_kernel": ('''
     @cuda.jit
     def kernel(x, y, out):
@@ -32,7 +37,8 @@ CHEATS = {
             for j in range(col, out.shape[1], cols):
                 out[i, j] = device_fn(x[i, j], y[i, j])
     return kernel
-''', "for the thread (x, y) = cuda.grid(2) that computed element (i, j)"),
+''', "for the thread (x, y) = cuda.grid(2) that computed element (i, j)",
+        ["each entry computed by the thread whose cuda.grid(2) reaches it"]),
     "reduce_kernel": ('''
     @cuda.jit
     def kernel(x, start, partial):
@@ -45,18 +51,23 @@ CHEATS = {
                 acc = device_fn(acc, x[i])
             partial[cuda.blockIdx.x] = acc
     return kernel
-''', "the number of calls of fn along the longest chain in block b"),
+''', "the number of calls of fn along the longest chain in block b",
+        ["a tree of folds, each value folded once",
+         "compiled: one shared array, read in a tree between barriers"]),
     "matmul_tiled": ('''
     if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
         C[:, :] = np.dot(A, B)                          # numpy does the work
-''', "got str 'no: No implementation of function dot'"),
+''', "got str 'no: No implementation of function dot'",
+        ["compiled: shared tiles, one load of A and of B per step, barriers",
+         "compiled: float32 throughout"]),
     "spmv_kernel": ('''
     for r in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         acc = 0.0                                       # a Python float: float64
         for p in range(indptr[r], indptr[r + 1]):
             acc += data[p] * x[indices[p]]
         y[r] = acc
-''', "the result['float64 instructions'] should be 'none', got str"),
+''', "the result['float64 instructions'] should be 'none', got str",
+        ["compiled: float32 throughout"]),
 }
 
 SLIPS = {
@@ -66,7 +77,9 @@ SLIPS = {
         for i in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):   # the block, not the grid
             out[i] = device_fn(x[i])
     return kernel
-''', "out[i] is the number cuda.grid(1) of the thread that computed element i"),
+''', "out[i] is the number cuda.grid(1) of the thread that computed element i",
+        ["element i computed by thread i mod the grid's size",
+         "compiled: a stride of the grid's size"]),
     "reduce_kernel": ('''
     @cuda.jit
     def kernel(x, start, partial):
@@ -81,7 +94,9 @@ SLIPS = {
                 acc = device_fn(acc, cache[t])
             partial[cuda.blockIdx.x] = acc
     return kernel
-''', "the number of calls of fn along the longest chain in block b"),
+''', "the number of calls of fn along the longest chain in block b",
+        ["a tree of folds, each value folded once",
+         "compiled: one shared array, read in a tree between barriers"]),
     "matmul_tiled": ('''
     a_tile = cuda.shared.array((TILE, TILE), A.dtype)
     b_tile = cuda.shared.array((TILE, TILE), A.dtype)
@@ -101,19 +116,22 @@ SLIPS = {
         cuda.syncthreads()
     if row < M and col < N:
         C[row, col] = acc
-''', "the result['float64 instructions'] should be 'none', got str"),
+''', "the result['float64 instructions'] should be 'none', got str",
+        ["compiled: float32 throughout"]),
     "spmv_kernel": ('''
     acc = data.dtype.type(0)                            # not reset for each row
     for r in range(cuda.grid(1), y.size, cuda.gridsize(1)):
         for p in range(indptr[r], indptr[r + 1]):
             acc += data[p] * x[indices[p]]
         y[r] = acc
-''', "expected"),
+''', "expected",
+        VISIBLE),
     "to_csr": ('''
     rows, cols = np.nonzero(dense)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows))])    # empty rows at the end lost
     return dense[rows, cols], cols, indptr
-''', "the visible tests of test_to_csr failed"),
+''', "the visible tests of test_to_csr failed",
+        VISIBLE),
 }
 
 
@@ -130,8 +148,8 @@ def _notebook(wrong):
 
 
 def _expected(wrong):
-    return {grade_id: 0.0 if grade_id[len("test_"):] in wrong else points
-            for grade_id, points in runner.test_cells(LAB)}
+    lost = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
+    return {grade_id: points - lost.get(grade_id, 0) for grade_id, points in runner.test_cells(LAB)}
 
 
 def _graded_on_the_pytest_path(tmp_path, wrong):
@@ -142,7 +160,8 @@ def _graded_on_the_pytest_path(tmp_path, wrong):
     for test in result.tests:
         fill_in = test.name[len("test_"):]
         if fill_in in wrong:
-            assert wrong[fill_in][1] in test.output, (fill_in, test.output)
+            for text in named_in(wrong[fill_in][2], wrong[fill_in][1]):
+                assert text in test.output, (fill_in, test.output)
 
 
 def test_cheats_lose_their_own_points_on_the_pytest_path(tmp_path):
@@ -173,8 +192,9 @@ def test_cheats_lose_their_own_points_on_the_nbgrader_path(tmp_path, monkeypatch
     for cell in graded.cells:
         fill_in = cell.metadata.get("nbgrader", {}).get("grade_id", "")[len("test_"):]
         if fill_in in CHEATS:
-            said = " ".join(str(out.get("evalue", "")) for out in cell.outputs)
-            assert CHEATS[fill_in][1] in said, (fill_in, said)
+            said = " ".join(str(out.get("evalue", "")) + out.get("text", "") for out in cell.outputs)
+            for text in named_in(CHEATS[fill_in][2], CHEATS[fill_in][1]):
+                assert text in said, (fill_in, said)
 
 
 def test_a_blocks_threads_get_one_shared_array_even_when_they_ask_at_once():

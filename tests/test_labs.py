@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from autograder import course, runner
-from autograder.checks import LABS, checks_of
+from autograder.checks import LABS, behaviours_of, checks_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TIME_LIMIT = {"lab5_kernels": 120}            # seconds; 60 for the others
@@ -64,6 +64,20 @@ def test_points_add_up_to_100_and_every_test_cell_has_checks(lab):
     checks = checks_of(lab)
     assert sorted(checks) == sorted(grade_id[len("test_"):] for grade_id, _ in cells)
     assert all(checks[name] for name in checks)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_each_behaviour_of_a_fill_in_is_worth_a_readable_share_and_has_checks_of_its_own(lab):
+    points = dict(runner.test_cells(lab))
+    for fill_in, behaviours in behaviours_of(lab).items():
+        total = sum(parts for parts, _ in behaviours.values())
+        for behaviour, (parts, checks) in behaviours.items():
+            assert behaviour and isinstance(parts, int) and parts > 0, (fill_in, behaviour)
+            assert checks, (fill_in, behaviour)
+            share = points[f"test_{fill_in}"] * parts / total
+            assert share * 2 == round(share * 2), (fill_in, behaviour, share)  # halves at most
+        names = [check.__name__ for check in checks_of(lab)[fill_in]]
+        assert len(names) == len(set(names)), (fill_in, names)
 
 
 WRITTEN = {"lab3_autodiff": 10, "lab4_framework": 10}     # points graded by hand, beyond the 100

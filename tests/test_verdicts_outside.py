@@ -14,9 +14,10 @@ import json
 import nbformat
 import pytest
 from nbformat import v4
+from nbgrader.utils import determine_grade
 
 from autograder import cli, course, hidden, probes, runner, sandbox
-from autograder.checks import cases
+from autograder.checks import cases, lab2
 from autograder.probes import MIME
 
 LAB = "lab2_graphs"
@@ -190,7 +191,7 @@ def _right(seed):
 
 
 def _verdict(outputs, seed=9, nonce="n1"):
-    judged = hidden.judge(outputs, "build_running_example", _drawn(seed), seed, nonce)
+    judged = hidden.judge(outputs, "build_running_example", _drawn(seed), seed, nonce, 15.0)
     assert not any(MIME in out.get("data", {}) for out in judged)
     errors = [out.evalue for out in judged if out.output_type == "error"]
     return errors[0] if errors else "passed"
@@ -219,12 +220,34 @@ def test_judge_fails_a_report_that_is_missing_repeated_stale_or_wrong(outputs, w
 def test_judge_keeps_an_earlier_error_and_scores_no_returned_value():
     error = v4.new_output("error", ename="AssertionError", evalue="visible test", traceback=[])
     judged = hidden.judge([error, _report(outcomes=_right(9))], "build_running_example",
-                          _drawn(9), 9, "n1")
+                          _drawn(9), 9, "n1", 15.0)
     assert [out.output_type for out in judged] == ["error"] and judged[0].evalue == "visible test"
     value = v4.new_output("execute_result", data={"text/plain": "20"}, execution_count=1)
     judged = hidden.judge([value, _report(outcomes=_right(9))], "build_running_example",
-                          _drawn(9), 9, "n1")
+                          _drawn(9), 9, "n1", 15.0)
     assert [out.output_type for out in judged] == ["display_data", "stream"]
+
+
+def test_judge_scores_the_behaviours_that_passed_as_the_cells_value():
+    """quiz_values: two behaviours of 5 points each; the right value of e and a wrong df/da."""
+    drawn = cases(LAB, "quiz_values", 9)
+    probes.lab_probes(LAB)
+    answers = {"quiz_value_e": lab2._quiz_answers()["quiz_value_e"], "quiz_grad_a": 1.5}
+    outcomes = [probes.run(LAB, case.task(), answers, lambda question: {})
+                for case in drawn]
+    cell = v4.new_code_cell(metadata={"nbgrader": {"grade": True, "solution": False,
+                                                   "points": 10, "grade_id": "test_quiz_values"}})
+    cell.outputs = hidden.judge([_report(outcomes=outcomes, fill_in="quiz_values")],
+                                "quiz_values", drawn, 9, "n1", 10.0)
+    assert [out.output_type for out in cell.outputs] == ["stream", "execute_result"]
+    assert "- quiz_grad_a (5 points): the quiz answer quiz_grad_a" in cell.outputs[0].text
+    assert "passed: quiz_value_e" in cell.outputs[0].text
+    assert determine_grade(cell) == (5.0, 10.0)           # nbgrader's own reading of the cell
+    outcomes[0] = {"error": "NameError: quiz_value_e"}      # both wrong: an error, and 0
+    cell.outputs = hidden.judge([_report(outcomes=outcomes, fill_in="quiz_values")],
+                                "quiz_values", drawn, 9, "n1", 10.0)
+    assert determine_grade(cell) == (0, 10.0)
+    assert "0 of 10 points" in cell.outputs[0].evalue
 
 
 def test_the_visible_part_leaves_out_the_hidden_section():

@@ -5,10 +5,34 @@ import csv
 import nbformat
 
 from autograder import cli, probes, runner
-from autograder.checks import answer, case_for, checks_of, verify
+from autograder.checks import answer, behaviours_of, case_for, checks_of, verify
 from autograder.runner import source_notebook
 
 SEED = 11
+
+
+VISIBLE = ["the visible tests"]      # a mistake the lab's own tests catch: the whole cell lost
+
+
+def points_lost(lab, wrong):
+    """``{test cell id: points}`` that a notebook should lose whose fill-ins get the behaviours
+    ``wrong`` names wrong (``{fill_in: [behaviour, ...]}``): each behaviour's share of its cell,
+    all of it for :data:`VISIBLE`."""
+    points, lost = dict(runner.test_cells(lab)), {}
+    for fill_in, failed in wrong.items():
+        behaviours = behaviours_of(lab)[fill_in]
+        failed = list(behaviours) if failed == VISIBLE else failed
+        assert set(failed) <= set(behaviours), set(failed) - set(behaviours)
+        share = sum(behaviours[name][0] for name in failed) / sum(
+            parts for parts, _ in behaviours.values())
+        lost[f"test_{fill_in}"] = round(points[f"test_{fill_in}"] * share, 2)
+    return lost
+
+
+def named_in(failed, phrase):
+    """What the message of a wrong fill-in must say: ``phrase``, and each behaviour ``failed``
+    names on a line of its own (the visible tests name no behaviour)."""
+    return [phrase] + ([] if failed == VISIBLE else [f"- {behaviour} (" for behaviour in failed])
 
 
 def graded_on_the_pytest_path(lab, notebook, tmp_path):

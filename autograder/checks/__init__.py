@@ -8,9 +8,12 @@ share a process where grading runs: the task goes to the student's worker or ker
 (plain data) comes back, and :func:`verify` decides here.  A self-learner's own run of a hidden
 test cell runs both in one process (``autograder.hidden.grade``).
 
-Each lab module defines ``CHECKS = {fill_in_name: [check, ...]}``; the test cell of that fill-in
-has nbgrader id ``test_<fill_in_name>``.  The random programs that checks (and tests) run come from
-:mod:`autograder.checks.programs`.
+Each lab module defines ``CHECKS = {fill_in_name: {behaviour: (parts, [check, ...])}}``: what the
+fill-in must do, split into behaviours (the main case, an edge case, a rule such as leaving the
+inputs unchanged), each tested by its checks and worth ``parts`` of the fill-in's points.  The test
+cell of that fill-in has nbgrader id ``test_<fill_in_name>``; it earns the share of each behaviour
+all of whose checks pass (:func:`tally`), on every grading path alike.  The random programs that
+checks (and tests) run come from :mod:`autograder.checks.programs`.
 """
 import dataclasses
 import functools
@@ -42,6 +45,8 @@ class Case:
             stand-in ``name`` during this case (:class:`autograder.probes.Grader`).
         rtol, atol: tolerances for numbers.
         hint: a sentence added to the failure message (what to look at).
+        behaviour, parts: the behaviour of the fill-in the check tests, and its parts of the
+            fill-in's points (set by :func:`cases`).
     """
 
     what: str
@@ -53,6 +58,8 @@ class Case:
     rtol: float = 1e-6
     atol: float = 1e-8
     hint: str = ""
+    behaviour: str = ""
+    parts: int = 1
 
     def task(self):
         """What the student half receives: the probe's name and its inputs, as plain data."""
@@ -65,9 +72,16 @@ def lab_module(lab):
     return importlib.import_module(f"autograder.checks.{short_name(lab_name(lab))}")
 
 
-def checks_of(lab):
-    """``{fill_in_name: [check, ...]}`` for a lab (``"lab3_autodiff"`` or ``"lab3"``)."""
+def behaviours_of(lab):
+    """``{fill_in_name: {behaviour: (parts, [check, ...])}}`` for a lab (``"lab3_autodiff"`` or
+    ``"lab3"``)."""
     return lab_module(lab).CHECKS
+
+
+def checks_of(lab):
+    """``{fill_in_name: [check, ...]}`` for a lab, each fill-in's checks in the order they run."""
+    return {fill_in: [check for _, checks in behaviours.values() for check in checks]
+            for fill_in, behaviours in behaviours_of(lab).items()}
 
 
 def new_seed():
@@ -88,7 +102,73 @@ def case_for(check, seed, fill_in="", number=0):
 def cases(lab, fill_in, seed):
     """Every case of ``fill_in``'s checks in a run with ``seed``, in order: the one rule that the
     student's own run, both grading paths and the grader's verdicts share."""
-    return [case_for(check, seed, fill_in, n) for n, check in enumerate(checks_of(lab)[fill_in])]
+    drawn = []
+    for behaviour, (parts, checks) in behaviours_of(lab)[fill_in].items():
+        for check in checks:
+            case = case_for(check, seed, fill_in, len(drawn))
+            case.behaviour, case.parts = behaviour, parts
+            drawn.append(case)
+    return drawn
+
+
+@dataclasses.dataclass
+class Tally:
+    """A test cell's hidden checks, scored: ``score`` of ``points``, and the first failure of
+    each behaviour that lost its share (``{behaviour: message}``)."""
+
+    score: float
+    points: float
+    failed: dict
+    shares: dict
+
+    def report(self, fill_in, seed):
+        """The verdict as the student reads it, one line per behaviour that lost its share."""
+        if not self.failed:
+            return f"hidden checks for {fill_in} passed (seed {seed})"
+        lines = [f"hidden checks for {fill_in} (seed {seed}): {self.score:g} of {self.points:g} "
+                 "points"]
+        lines += [f"- {behaviour} ({self.shares[behaviour]:g} points): "
+                  + message.replace("\n", "\n  ") for behaviour, message in self.failed.items()]
+        passed = [behaviour for behaviour in self.shares if behaviour not in self.failed]
+        if passed:
+            lines.append("passed: " + "; ".join(passed))
+        return "\n".join(lines)
+
+
+def tally(drawn, outcomes, points):
+    """Score ``drawn`` cases (from :func:`cases`) by their ``outcomes`` (what the student half
+    sent back, in the same order): each behaviour earns its share of ``points`` when every one of
+    its checks passes.  Shares and score are rounded to hundredths, the same on every path."""
+    failed, parts = {}, {}
+    for case, outcome in zip(drawn, outcomes, strict=True):
+        parts[case.behaviour] = case.parts
+        if case.behaviour not in failed:
+            try:
+                verify(case, outcome)
+            except AssertionError as error:
+                failed[case.behaviour] = str(error)
+    total = sum(parts.values())
+    shares = {behaviour: round(points * share / total, 2) for behaviour, share in parts.items()}
+    earned = sum(share for behaviour, share in parts.items() if behaviour not in failed)
+    return Tally(round(points * earned / total, 2), points, failed, shares)
+
+
+def focused(check, keep, name):
+    """``check`` judged on the entries of its result (a dict) whose keys ``keep(key)`` accepts:
+    one behaviour of a check whose result reports several (values, and what was left behind)."""
+    def focused_check(rng):
+        case = check(rng)
+        interpret, expected = case.interpret or (lambda observed: observed), case.expected
+        case.interpret = lambda observed: _entries(interpret(observed), keep)
+        case.expected = lambda: _entries(expected(), keep)
+        return case
+    focused_check.__name__ = focused_check.__qualname__ = name
+    return focused_check
+
+
+def _entries(result, keep):
+    return {key: value for key, value in result.items() if keep(key)} \
+        if isinstance(result, dict) else result
 
 
 def answer(case, question):

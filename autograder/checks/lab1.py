@@ -18,7 +18,7 @@ function does to the arrays it was given is part of what ``sgd_step``'s check re
 import numpy as np
 
 import mini
-from autograder.checks import Case
+from autograder.checks import Case, focused
 
 # ---------------------------------------------------------------------------------------------
 # The lab's functions written with mini: the expected values and the stand-ins
@@ -418,6 +418,11 @@ def check_sgd_step(rng):
                 expected=expected, rtol=1e-6, atol=1e-10, hint=SGD_HINT)
 
 
+check_sgd_step_values = focused(check_sgd_step, lambda key: key != GIVEN, "check_sgd_step_values")
+check_sgd_step_leaves_the_weights = focused(check_sgd_step, lambda key: key == GIVEN,
+                                            "check_sgd_step_leaves_the_weights")
+
+
 def _any_step_stand_ins(X, shapes, y):
     """The calls sgd_step makes on this X and y for weights of these shapes, which the student's
     own steps choose.  The batch is larger than any other check's, so no answer fits another."""
@@ -475,13 +480,28 @@ def check_sgd_loss_goes_down(rng):
 
 
 CHECKS = {
-    "softmax_loss": [check_softmax_loss, check_softmax_loss_large_logits,
-                     check_softmax_loss_rows_far_apart],
-    "softmax_loss_grad": [check_softmax_loss_grad, check_softmax_loss_grad_large_logits],
-    "softmax_regression": [check_softmax_regression, check_softmax_regression_one_example],
-    "two_layer_forward": [check_two_layer_forward],
-    "two_layer_backward": [check_two_layer_backward, check_two_layer_backward_of_the_loss],
-    "mlp_forward": [check_mlp_forward, check_mlp_forward_one_layer],
-    "mlp_backward": [check_mlp_backward, check_mlp_backward_of_the_loss],
-    "sgd_step": [check_sgd_step, check_sgd_loss_goes_down],
+    "softmax_loss": {
+        "softmax and the loss of a batch": (2, [check_softmax_loss]),
+        "no overflow: large logits, rows far apart": (1, [check_softmax_loss_large_logits,
+                                                          check_softmax_loss_rows_far_apart])},
+    "softmax_loss_grad": {
+        "the gradient of a batch": (3, [check_softmax_loss_grad]),
+        "no overflow for large logits": (2, [check_softmax_loss_grad_large_logits])},
+    "softmax_regression": {
+        "the gradient of a batch": (2, [check_softmax_regression]),
+        "any batch size, one example included": (1, [check_softmax_regression_one_example])},
+    "two_layer_forward": {"the network's output and cache": (1, [check_two_layer_forward])},
+    "two_layer_backward": {
+        "the gradients for any upstream gradient": (2, [check_two_layer_backward]),
+        "the gradients of the loss": (1, [check_two_layer_backward_of_the_loss])},
+    "mlp_forward": {
+        "a network of several layers": (3, [check_mlp_forward]),
+        "a network of one layer": (2, [check_mlp_forward_one_layer])},
+    "mlp_backward": {
+        "the gradients for any upstream gradient": (2, [check_mlp_backward]),
+        "the gradients of the loss": (1, [check_mlp_backward_of_the_loss])},
+    "sgd_step": {
+        "one step's loss and new weights": (2, [check_sgd_step_values]),
+        "the weights it was given left as they were": (1, [check_sgd_step_leaves_the_weights]),
+        "training: the loss goes down step after step": (1, [check_sgd_loss_goes_down])},
 }

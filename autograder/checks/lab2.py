@@ -110,16 +110,19 @@ def _parents(program):
             **{name: list(operands) for name, _, operands, _, _ in steps}}
 
 
-def cycle_report(observed, on_cycle, names):
+def cycle_report(observed, on_cycle, names, naming=True):
     """What ``toposort(end)`` did on a graph with a cycle, in words, from what the probe saw.
 
     ``on_cycle`` lists the names of the nodes on the cycle, ``names`` every node's name in the
     program's order.  A CycleError passes when its message names any node on the cycle, as a
-    whole word ("v1" is not named by a message about "v12")."""
+    whole word ("v1" is not named by a message about "v12"); without ``naming``, whatever it
+    names."""
     if "raised" in observed:
         kind, message = observed["raised"], observed["message"]
         if kind != "CycleError":
             return f"raised {kind} (expected CycleError): {message}"
+        if not naming:
+            return "raised CycleError"
         words = set(re.findall(r"\w+", message))
         named = [name for name in names if name in words]
         if not named:
@@ -176,10 +179,11 @@ def check_toposort_long_chain(rng):
                           "Python's recursion limit here; the queue procedure is a loop)")
 
 
-def _cycle_case(program, reader, read, what):
+def _cycle_case(program, reader, read, what, naming):
     """toposort on the program's graph with ``reader`` made to read ``read`` too, a node it
     depends on (or itself): the nodes on a path from ``reader`` to ``read`` form a cycle, and
-    the nodes after ``read`` only depend on it."""
+    the nodes after ``read`` only depend on it.  With ``naming``, the CycleError's message must
+    name a node on the cycle (:func:`cycle_report`)."""
     names, end = [name for name, _ in program[0]] + [step[0] for step in program[1]], _end(program)
     on_cycle = [name for name in names
                 if reader in ancestors(program, name) and name in ancestors(program, read)]
@@ -196,11 +200,15 @@ def _cycle_case(program, reader, read, what):
     return Case(what=f"toposort(end) on a graph of {_size(program)} nodes in which {what}",
                 probe="toposort_on_cycle",
                 inputs={"program": program, "end": end, "reader": reader, "read": read},
-                interpret=lambda observed: cycle_report(observed, on_cycle, names),
-                expected=lambda: cycle_report(reference(), on_cycle, names),
-                hint="when the queue runs dry before every node is processed, the rest are on a "
-                     "cycle or depend on one: raise CycleError, and find a node ON the cycle by "
-                     "walking from a left-over node to a left-over parent until a node repeats")
+                interpret=lambda observed: cycle_report(observed, on_cycle, names, naming),
+                expected=lambda: cycle_report(reference(), on_cycle, names, naming),
+                hint=CYCLE_NAMING_HINT if naming else CYCLE_HINT)
+
+
+CYCLE_HINT = ("when the queue runs dry before every node is processed, the rest are on a cycle "
+              "or depend on one")
+CYCLE_NAMING_HINT = ("not every node left over is on the cycle: some only depend on it.  A "
+                     "left-over node always has a left-over parent")
 
 
 def _chain_with_a_tail(rng):
@@ -212,21 +220,29 @@ def _chain_with_a_tail(rng):
     return program, i, i + int(rng.integers(1, 4))
 
 
-def check_toposort_cycle(rng):
+def check_toposort_cycle(rng, naming=False):
     program, i, j = _chain_with_a_tail(rng)
     steps = program[1]
     # close a cycle: an early operation now also reads a later one that depends on it
     return _cycle_case(program, steps[i][0], steps[j][0],
                        f"{j - i + 1} nodes form a cycle and {len(steps) - 1 - j} nodes after it "
-                       "only depend on it")
+                       "only depend on it", naming)
 
 
-def check_toposort_self_loop(rng):
+def check_toposort_self_loop(rng, naming=False):
     program, i, _ = _chain_with_a_tail(rng)
     steps = program[1]
     return _cycle_case(program, steps[i][0], steps[i][0],
                        f"{steps[i][0]} reads itself (a cycle of one node) and "
-                       f"{len(steps) - 1 - i} nodes after it only depend on it")
+                       f"{len(steps) - 1 - i} nodes after it only depend on it", naming)
+
+
+def check_toposort_cycle_named(rng):
+    return check_toposort_cycle(rng, naming=True)
+
+
+def check_toposort_self_loop_named(rng):
+    return check_toposort_self_loop(rng, naming=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,50 +470,67 @@ def quiz_graph():
     return nodes
 
 
-def check_quiz_graph(rng):
-    def expected():
-        nodes = quiz_graph()
-        reachable = _graph.reachable(nodes[QUIZ_END])
-        order = [node.name for node in _graph.toposort(nodes[QUIZ_END])]
-        return {"quiz_nodes": len(reachable),
-                "quiz_edges": sum(len(node.parents) for node in reachable),
-                "quiz_order": order_report(order, QUIZ_PARENTS, QUIZ_END)}
-
-    def interpret(answers):
-        order = answers["quiz_order"]
-        return {**answers, "quiz_order": order_report(
-            [name if name in QUIZ_PARENTS else None for name in order]
-            if isinstance(order, list) else order, QUIZ_PARENTS, QUIZ_END)}
-
-    return Case(what="the quiz answers quiz_nodes, quiz_edges and quiz_order", probe="quiz_answers",
-                inputs={"names": ["quiz_nodes", "quiz_edges", "quiz_order"]},
-                interpret=interpret, expected=expected,
-                hint="count every box of the drawing (inputs too) and every arrow; the order is a "
-                     "list of node names in which each node comes after the nodes it reads")
+def _quiz_check(name, hint):
+    """The check of one quiz answer, ``name``, against mini's evaluation of the quiz graph."""
+    def check(rng):
+        return Case(what=f"the quiz answer {name}", probe="quiz_answers", inputs={"names": [name]},
+                    interpret=_quiz_interpret, expected=lambda: {name: _quiz_answers()[name]},
+                    rtol=1e-9, atol=1e-12, hint=hint)
+    check.__name__ = check.__qualname__ = f"check_{name}"
+    return check
 
 
-def check_quiz_values(rng):
-    def expected():
-        nodes = quiz_graph()
-        _graph.evaluate(nodes[QUIZ_END])
-        grads = mini.backward_pass(1.0, nodes[QUIZ_END])
-        return {"quiz_value_e": nodes["e"].value, "quiz_grad_a": grads[nodes["a"]]}
+def _quiz_answers():
+    nodes = quiz_graph()
+    reachable = _graph.reachable(nodes[QUIZ_END])
+    order = [node.name for node in _graph.toposort(nodes[QUIZ_END])]
+    _graph.evaluate(nodes[QUIZ_END])
+    grads = mini.backward_pass(1.0, nodes[QUIZ_END])
+    return {"quiz_nodes": len(reachable), "quiz_edges": sum(len(node.parents) for node in reachable),
+            "quiz_order": order_report(order, QUIZ_PARENTS, QUIZ_END),
+            "quiz_value_e": nodes["e"].value, "quiz_grad_a": grads[nodes["a"]]}
 
-    return Case(what="the quiz answers quiz_value_e and quiz_grad_a", probe="quiz_answers",
-                inputs={"names": ["quiz_value_e", "quiz_grad_a"]},
-                expected=expected, rtol=1e-9, atol=1e-12,
-                hint="evaluate the nodes in order for e; for df/da, a reaches f along two paths "
-                     "(through c and through d): multiply the local derivatives along each path "
-                     "and ADD the two paths")
+
+def _quiz_interpret(answers):
+    """An order answer read as a report of the order; the other answers as they are."""
+    if "quiz_order" not in answers:
+        return answers
+    order = answers["quiz_order"]
+    return {**answers, "quiz_order": order_report(
+        [name if name in QUIZ_PARENTS else None for name in order]
+        if isinstance(order, list) else order, QUIZ_PARENTS, QUIZ_END)}
+
+
+check_quiz_nodes = _quiz_check("quiz_nodes", "count every box of the drawing, inputs too")
+check_quiz_edges = _quiz_check("quiz_edges", "count every arrow of the drawing")
+check_quiz_order = _quiz_check("quiz_order", "the order is a list of node names in which each "
+                                             "node comes after the nodes it reads")
+check_quiz_value_e = _quiz_check("quiz_value_e", "evaluate the nodes in order, inputs first")
+check_quiz_grad_a = _quiz_check(
+    "quiz_grad_a", "a reaches f along two paths (through c and through d): multiply the local "
+                   "derivatives along each path and ADD the two paths")
 
 
 CHECKS = {
-    "build_running_example": [check_running_example, check_running_example_again],
-    "running_example_adjoints": [check_running_example_adjoints],
-    "toposort": [check_toposort_random_dag, check_toposort_one_path, check_toposort_long_chain,
-                 check_toposort_cycle, check_toposort_self_loop],
-    "evaluate": [check_evaluate_random_dag, check_evaluate_recomputes,
-                 check_evaluate_parents_out_of_argument_order],
-    "quiz_graph": [check_quiz_graph],
-    "quiz_values": [check_quiz_values],
+    "build_running_example": {
+        "the running example's nodes, values and edges": (1, [check_running_example,
+                                                             check_running_example_again])},
+    "running_example_adjoints": {
+        "every adjoint of the running example": (1, [check_running_example_adjoints])},
+    "toposort": {
+        "sorts a graph: each node once, after its parents": (2, [check_toposort_random_dag,
+                                                                  check_toposort_one_path]),
+        "sorts a chain too long for recursion": (1, [check_toposort_long_chain]),
+        "raises CycleError on a cycle": (1, [check_toposort_cycle, check_toposort_self_loop]),
+        "names a node on the cycle": (1, [check_toposort_cycle_named,
+                                          check_toposort_self_loop_named])},
+    "evaluate": {
+        "evaluates a graph in order": (2, [check_evaluate_random_dag]),
+        "recomputes every operation when the inputs change": (1, [check_evaluate_recomputes]),
+        "puts each parent's value where parent_argnums says": (
+            1, [check_evaluate_parents_out_of_argument_order])},
+    "quiz_graph": {"quiz_nodes": (3, [check_quiz_nodes]), "quiz_edges": (3, [check_quiz_edges]),
+                   "quiz_order": (4, [check_quiz_order])},
+    "quiz_values": {"quiz_value_e": (1, [check_quiz_value_e]),
+                    "quiz_grad_a": (1, [check_quiz_grad_a])},
 }

@@ -29,8 +29,8 @@ The probes count how often the functions they hand out run: make_vjp traces once
 its vjp is called, and each Jacobian traces as often as its mode needs.
 """
 import functools
-
 import itertools
+import re
 
 import numpy as np
 
@@ -1133,26 +1133,52 @@ def _jacobian_reverse_check(example):
     return check
 
 
-FORWARD_CHECKS = (JVP_TABLE_CHECKS + [check_jvp_layer, check_jvp_fan_out, check_jvp_constant]
-                  + [make(example) for make in (_jacobian_forward_check, _jacobian_reverse_check)
-                     for example in (_wide, _tall, _square)])
+JACOBIAN_FORWARD_CHECKS = [_jacobian_forward_check(example) for example in (_wide, _tall, _square)]
+JACOBIAN_REVERSE_CHECKS = [_jacobian_reverse_check(example) for example in (_wide, _tall, _square)]
+
+
+def _each_vjp(checks):
+    """One behaviour, worth one part, per primitive: the VJPs of all its arguments."""
+    primitives = {}
+    for check in checks:            # check_<primitive>_vjp or check_<primitive>_<argnum>_vjp
+        primitive = re.fullmatch(r"check_(\w+?)(_[01])?_vjp", check.__name__).group(1)
+        primitives.setdefault(f"the VJPs of mini.{primitive}", (1, []))[1].append(check)
+    return primitives
 
 
 CHECKS = {
-    "tracer": [check_tracer_running_example, check_tracer_operators, check_tracer_reflected],
-    "add_outgrads": [check_add_outgrads_first, check_add_outgrads_sum,
-                     check_add_outgrads_inputs_unchanged],
-    "unbroadcast": [check_unbroadcast],
-    "elementwise_vjps": ELEMENTWISE_CHECKS,
-    "shape_vjps": SHAPE_CHECKS,
-    "log_softmax_vjp": [check_log_softmax_vjp],
-    "backward_pass": [check_running_example, check_layer, _random_program_check(6),
-                      _random_program_check(10), _random_program_check(16), check_ladder,
-                      check_long_chain],
-    "make_vjp": [check_make_vjp_running_example, check_make_vjp_matrix, check_make_vjp_constant],
-    "grad": [check_grad_running_example, check_grad_vector, check_grad_network],
-    "numerical_grad": [check_numerical_vector, check_numerical_matrix, check_numerical_scalar,
-                       check_numerical_float32, check_numerical_step,
-                       check_numerical_puts_entries_back],
-    "forward_mode": FORWARD_CHECKS,
+    "tracer": {"the running example": (1, [check_tracer_running_example]),
+               "every operator": (1, [check_tracer_operators]),
+               "reflected operators (2.0 - x, 1.0 / x)": (1, [check_tracer_reflected])},
+    "add_outgrads": {"the first contribution": (1, [check_add_outgrads_first]),
+                     "adding a contribution": (1, [check_add_outgrads_sum]),
+                     "its inputs left as they were": (2, [check_add_outgrads_inputs_unchanged])},
+    "unbroadcast": {"every broadcast undone": (1, [check_unbroadcast])},
+    "elementwise_vjps": _each_vjp(ELEMENTWISE_CHECKS),
+    "shape_vjps": _each_vjp(SHAPE_CHECKS),
+    "log_softmax_vjp": {"the VJP of mini.log_softmax": (1, [check_log_softmax_vjp])},
+    "backward_pass": {
+        "the running example": (1, [check_running_example]),
+        "a layer, with broadcasting": (1, [check_layer]),
+        "random programs": (2, [_random_program_check(6), _random_program_check(10),
+                                _random_program_check(16)]),
+        "fan-out: contributions of every reader add up": (1, [check_ladder]),
+        "a chain too long for recursion": (1, [check_long_chain])},
+    "make_vjp": {"a function of a number": (1, [check_make_vjp_running_example]),
+                 "a function of a matrix, vjp called again": (2, [check_make_vjp_matrix]),
+                 "a function that ignores its input": (1, [check_make_vjp_constant])},
+    "grad": {"a function of a number": (1, [check_grad_running_example]),
+             "functions of vectors and matrices": (1, [check_grad_vector, check_grad_network])},
+    "numerical_grad": {
+        "vectors, matrices and numbers": (4, [check_numerical_vector, check_numerical_matrix,
+                                              check_numerical_scalar]),
+        "float32 inputs": (1, [check_numerical_float32]),
+        "the step h it is given": (1, [check_numerical_step]),
+        "every entry put back after its differences": (2, [check_numerical_puts_entries_back])},
+    "forward_mode": {
+        "the JVPs of the primitives": (3, JVP_TABLE_CHECKS),
+        "jvp of a program, fan-out included": (2, [check_jvp_layer, check_jvp_fan_out]),
+        "jvp of a function that ignores its input": (1, [check_jvp_constant]),
+        "jacobian_forward": (2, JACOBIAN_FORWARD_CHECKS),
+        "jacobian_reverse": (2, JACOBIAN_REVERSE_CHECKS)},
 }

@@ -23,9 +23,10 @@ import math
 
 import numpy as np
 
-from autograder.checks import Case
-from autograder.checks.ptx import (WORK_THREADS, map_code_check, matmul_code_check,
-                                   reduce_code_check, spmv_code_check, zip_code_check)
+from autograder.checks import Case, focused
+from autograder.checks.ptx import (COMPILES, FLOAT64, WORK_THREADS, map_code_check,
+                                   matmul_code_check, reduce_code_check, spmv_code_check,
+                                   zip_code_check)
 
 
 def _odd(rng, low, high):
@@ -486,16 +487,54 @@ def embedding_huge_vocabulary_check(rng):
                            dense_reference=False)
 
 
+def _layout(code_check):
+    """What ``code_check`` reads in the PTX but its float64 instructions: how the work is laid
+    out (the grid's size, shared arrays, barriers)."""
+    return focused(code_check, lambda key: key != FLOAT64, f"{code_check.__name__}_layout")
+
+
+def _float32(code_check):
+    return focused(code_check, lambda key: key in (COMPILES, FLOAT64),
+                   f"{code_check.__name__}_float32")
+
+
 CHECKS = {
-    "map_kernel": [map_more_threads_check, map_grid_stride_check, map_float32_check,
-                   map_threads_check, map_code_check],
-    "zip_kernel": [zip_small_check, zip_grid_stride_check, zip_float32_check, zip_threads_check,
-                   zip_code_check],
-    "reduce_kernel": [reduce_tiny_check, reduce_sum_check, reduce_max_check, reduce_tree_check,
-                      reduce_code_check],
-    "matmul_tiled": [matmul_tiny_check, matmul_multiple_check, matmul_awkward_check,
-                     matmul_thin_check, matmul_float32_check, matmul_code_check],
-    "to_csr": [to_csr_check, to_csr_edge_check],
-    "spmv_kernel": [spmv_rows_check, spmv_float32_check, spmv_code_check],
-    "embedding_grad": [embedding_batch_check, embedding_huge_vocabulary_check],
+    "map_kernel": {
+        "the values, more threads than elements and float32 included": (
+            4, [map_more_threads_check, map_float32_check]),
+        "a grid-stride loop: fewer threads than elements": (2, [map_grid_stride_check]),
+        "element i computed by thread i mod the grid's size": (2, [map_threads_check]),
+        "compiled: a stride of the grid's size": (1, [_layout(map_code_check)]),
+        "compiled: float32 throughout": (1, [_float32(map_code_check)])},
+    "zip_kernel": {
+        "the values, more threads than elements and float32 included": (
+            4, [zip_small_check, zip_float32_check]),
+        "a grid-stride loop along both axes": (2, [zip_grid_stride_check]),
+        "each entry computed by the thread whose cuda.grid(2) reaches it": (
+            2, [zip_threads_check]),
+        "compiled: strides of the grid's size": (1, [_layout(zip_code_check)]),
+        "compiled: float32 throughout": (1, [_float32(zip_code_check)])},
+    "reduce_kernel": {
+        "one partial per block, for any fold": (4, [reduce_tiny_check, reduce_sum_check,
+                                                    reduce_max_check]),
+        "a tree of folds, each value folded once": (2, [reduce_tree_check]),
+        "compiled: one shared array, read in a tree between barriers": (
+            3, [_layout(reduce_code_check)]),
+        "compiled: float32 throughout": (1, [_float32(reduce_code_check)])},
+    "matmul_tiled": {
+        "the product, for any shape": (6, [matmul_tiny_check, matmul_multiple_check,
+                                           matmul_awkward_check, matmul_thin_check,
+                                           matmul_float32_check]),
+        "compiled: shared tiles, one load of A and of B per step, barriers": (
+            3, [_layout(matmul_code_check)]),
+        "compiled: float32 throughout": (1, [_float32(matmul_code_check)])},
+    "to_csr": {"a matrix with empty rows": (1, [to_csr_check]),
+               "a matrix of zeros, the dtype kept": (1, [to_csr_edge_check])},
+    "spmv_kernel": {"the product, empty rows included": (2, [spmv_rows_check]),
+                    "float32 values": (2, [spmv_float32_check]),
+                    "compiled: a stride of the grid's size": (1, [_layout(spmv_code_check)]),
+                    "compiled: float32 throughout": (1, [_float32(spmv_code_check)])},
+    "embedding_grad": {"a batch in which words repeat": (1, [embedding_batch_check]),
+                       "a vocabulary too large for a dense gradient": (
+                           1, [embedding_huge_vocabulary_check])},
 }

@@ -262,9 +262,15 @@ def sgd_training_check(rng):
 
 
 CHECKS = {
-    "gradients": [gradients_running_example_check, _random_gradients_check(6),
-                  _random_gradients_check(14), gradients_unreached_check,
-                  gradients_classifier_check],
-    "sgd_update": [sgd_one_step_check, sgd_several_runs_check, sgd_only_listed_check,
-                   sgd_not_in_place_check, sgd_training_check],
+    "gradients": {
+        "the gradients of a graph, contributions added up": (
+            2, [gradients_running_example_check, _random_gradients_check(6),
+                _random_gradients_check(14)]),
+        "zeros for a Variable the loss does not read": (1, [gradients_unreached_check]),
+        "the classifier's gradients": (1, [gradients_classifier_check])},
+    "sgd_update": {
+        "each Variable moved by -lr times its gradient, run after run": (
+            1, [sgd_one_step_check, sgd_several_runs_check, sgd_training_check]),
+        "only the listed Variables change": (1, [sgd_only_listed_check]),
+        "new arrays: the ones read before are left as they were": (1, [sgd_not_in_place_check])},
 }

@@ -311,8 +311,15 @@ def place_by_hand_check(rng):
 
 
 CHECKS = {
-    "fold_constants": [fold_prune_check, _fold_check(8), _fold_check(16), fold_stateful_check],
-    "eliminate_common_subexpressions": [signature_check, _cse_check(8), _cse_check(14),
-                                        cse_stateful_check, optimize_check],
-    "place": [place_rule_check, place_by_hand_check],
+    "fold_constants": {
+        "prune: only what the fetches need": (1, [fold_prune_check]),
+        "constant subgraphs folded, the results unchanged": (2, [_fold_check(8), _fold_check(16)]),
+        "stateful operations never folded": (1, [fold_stateful_check])},
+    "eliminate_common_subexpressions": {
+        "signature: equal exactly for the same computation": (3, [signature_check]),
+        "repeats merged, the results unchanged": (6, [_cse_check(8), _cse_check(14)]),
+        "stateful operations never merged": (2, [cse_stateful_check]),
+        "optimize: pruned, folded and merged": (2, [optimize_check])},
+    "place": {"placement by rule": (1, [place_rule_check]),
+              "operations placed by hand keep their device": (1, [place_by_hand_check])},
 }

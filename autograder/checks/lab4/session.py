@@ -15,7 +15,7 @@ import numpy as np
 import mini
 from mini import framework as fw
 from mini import primitives
-from autograder.checks import Case
+from autograder.checks import Case, focused
 from autograder.checks.lab4.graphs import (copy_of, description_of, inputs, placeholder_values,
                                            program_nodes, random_program, run, without_devices)
 from autograder.checks.programs import listing
@@ -93,7 +93,7 @@ def _session_case(what, entries, runs, hint=SESSION_HINT, report=(), devices=(),
                 report_[f"{r['label']}: nodes computed"] = _computed(outcome["computed"], need,
                                                                     names)
         left = sorted({str(name) for outcome in observed["runs"] for name in outcome["stored"]})
-        report_["values left on the nodes after the runs"] = (
+        report_[STORED] = (
             NONE_LEFT if not left else
             f"{', '.join(left[:3])}{' ...' if len(left) > 3 else ''} hold values (node.value)")
         report_.update({f"{label} after the runs": observed["after"][i] for label, i in report})
@@ -412,7 +412,37 @@ def session_dict_and_wrong_feed_check(rng):
              + SESSION_HINT)
 
 
-CHECKS = [session_running_example_check, session_linear_check, _random_graph_check(8),
-          _random_graph_check(16), session_backward_graph_check, session_feeds_check,
-          session_once_check, session_drives_training_check, session_long_chain_check,
-          session_devices_check, session_dict_and_wrong_feed_check]
+STORED = "values left on the nodes after the runs"
+COMPUTED = ": nodes computed"
+
+
+def _values(check):
+    """What ``check``'s runs returned and left in the Variables, not how (which nodes were
+    computed, what was stored on them): a behaviour of its own each."""
+    return focused(check, lambda key: key != STORED and not key.endswith(COMPUTED),
+                   f"{check.__name__}_values")
+
+
+def _computed_once(check):
+    return focused(check, lambda key: key.endswith(COMPUTED), f"{check.__name__}_computed")
+
+
+def _nothing_stored(check):
+    return focused(check, lambda key: key == STORED, f"{check.__name__}_stored")
+
+
+CHECKS = {
+    "the fetches' values": (5, [_values(check) for check in [
+        session_running_example_check, session_linear_check, _random_graph_check(8),
+        _random_graph_check(16), session_backward_graph_check]]),
+    "feeds: what a fetch needs, and nothing that is not a Placeholder": (
+        2, [_values(session_feeds_check), _values(session_dict_and_wrong_feed_check)]),
+    "each node computed once, and only those the fetches need": (
+        2, [_computed_once(session_once_check), _computed_once(_random_graph_check(16))]),
+    "no value left on the nodes": (2, [_nothing_stored(_random_graph_check(8)),
+                                       _nothing_stored(session_drives_training_check)]),
+    "training: runs of train_op change the Variables": (
+        2, [_values(session_drives_training_check)]),
+    "a chain too long for recursion": (1, [_values(session_long_chain_check)]),
+    "each node run by its device's backend": (1, [_values(session_devices_check)]),
+}
