@@ -34,6 +34,14 @@ def find_nbgrader_tools():
         os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
 
 
+def template_folders():
+    """Where nbconvert looks for the templates of nbgrader's pages, first to last: mini's (its
+    feedback page, ``autograder/templates/feedback``), then nbgrader's own (the formgrader's)."""
+    import nbgrader
+    return [str(REPO / "autograder" / "templates"),
+            str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
+
+
 def load_config():
     from traitlets.config.loader import PyFileConfigLoader
     return PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()

@@ -7,7 +7,8 @@ feedback travel between instructor and students through nbgrader's exchange fold
 """
 import os
 
-from autograder.course import REPO, course_dir, exchange_dir, find_nbgrader_tools
+from autograder.course import (REPO, course_dir, exchange_dir, find_nbgrader_tools,
+                               template_folders)
 from autograder.formgrader import inside_jupyter_server
 from autograder.sandbox import Limits
 
@@ -74,9 +75,11 @@ if inside_jupyter_server():
 # .pth shipped beside the notebook is never importable while grading.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py",
                             "*.pth", "*.so", "*.pyd", "*.egg-link"]
-# Feedback shows the student their results without the hidden tests.
+# Feedback shows the student their results without the hidden tests, and a written answer not
+# graded yet as pending (autograder/templates/feedback, found before nbgrader's own page).
+c.HTMLExporter.extra_template_basedirs = template_folders()
 c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
+    "autograder.preprocessors.GradesWithPending",
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -1,4 +1,5 @@
-"""nbgrader preprocessors that make the nbgrader path grade what a submission did to itself.
+"""nbgrader preprocessors that make the nbgrader path grade what a submission did to itself, and
+its feedback say what is not graded yet.
 
 * :class:`RestoreCells` runs before nbgrader's own clean-up: the lab's source notebook (as recorded
   in the gradebook) decides which cells are tests and what they are worth, whatever the
@@ -13,6 +14,8 @@
   counts lines, and one line of 50 MB is one line).
 * :class:`StderrIsNotFailure` lets a test cell that passed keep its points when something in it
   printed to stderr (a warning): nbgrader scores any stderr output 0, the pytest path does not.
+* :class:`GradesWithPending` gives the feedback page the grades, a written answer not graded yet
+  as no score rather than 0.
 
 All are named in ``nbgrader_config.py``.
 """
@@ -27,7 +30,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import v4
 from nbgrader.api import Gradebook
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import Execute, GetGrades, NbGraderPreprocessor
 from traitlets import Type
 
 from autograder import hidden
@@ -330,3 +333,16 @@ class StderrIsNotFailure(NbGraderPreprocessor):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"
         return cell, resources
+
+
+class GradesWithPending(GetGrades):
+    """nbgrader's grades for the feedback page, with a score no one has given yet (a written
+    answer before a grader scored it) left empty instead of 0, so that the page
+    (``autograder/templates/feedback``) can say it is pending."""
+
+    def _get_score(self, cell, resources):
+        super()._get_score(cell, resources)
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                          self.assignment_id, self.student_id)
+        if grade.auto_score is None and grade.manual_score is None:
+            cell.metadata.nbgrader["score"] = None
