@@ -7,7 +7,8 @@ three (with namespaces only: it needs the capabilities a user namespace gives):
 
 * the caller stays outside as the *stand-in*: its process id is the one the grader or the
   kernel manager knows, so it passes on the signals they send, and ends as the student process
-  ends (the same exit status, or killed by the same signal);
+  ends (the same exit status, or killed by the same signal), or ends the namespace if whoever
+  started it is killed first;
 * an *init*, process 1 of the new namespace, mounts a /proc that lists only the namespace's
   processes, passes the signals on again, reaps what the student process leaves behind, and
   exits when the student process ends, taking the whole namespace with it;
@@ -15,7 +16,8 @@ three (with namespaces only: it needs the capabilities a user namespace gives):
 
 The init cannot simply be the student process: process 1 of a namespace ignores every signal it
 has no handler for, even a ``SIGKILL`` it sends itself, so student code would behave otherwise
-than it does outside.  The stand-in and the init die with their parents (``PR_SET_PDEATHSIG``).
+than it does outside.  The init dies with the stand-in (``PR_SET_PDEATHSIG``); the stand-in
+watches the process that started it.
 """
 import ctypes
 import os
@@ -26,6 +28,7 @@ import struct
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
              signal.SIGUSR2)
 
+STARTER_POLL_SECONDS = 0.5
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWPID, _PR_SET_PDEATHSIG = 0x20000000, 1
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
@@ -41,6 +44,7 @@ def enter():
     has no handler for).  Blocked, they wait.
     """
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    starter = os.getppid()
     if _libc.unshare(_CLONE_NEWPID) != 0:
         error = ctypes.get_errno()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -52,7 +56,7 @@ def enter():
         os.close(status_write)
         os.close(alive_read)
         _forward_to(init, mask)
-        _stand_in(init, status_read)
+        _stand_in(init, status_read, starter)
     os.close(status_read)
     os.close(alive_write)
     _die_with_parent(alive_read)
@@ -66,8 +70,16 @@ def enter():
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)     # its handlers are the caller's
 
 
-def _stand_in(init, status_read):
-    """Outside the namespace: pass signals to the init, then end as the student process did."""
+def _stand_in(init, status_read, starter):
+    """Outside the namespace: pass signals to the init, then end as the student process did.
+
+    If ``starter``, the process that started this one (a grader's worker, a fork server), ends
+    first, killed before it could stop its kernels (``kill -9``), the whole namespace is ended:
+    ipykernel inside does not notice, and nothing else would ever stop it."""
+    while not select.select([status_read], [], [], STARTER_POLL_SECONDS)[0]:
+        if os.getppid() != starter:
+            os.kill(init, signal.SIGKILL)
+            break
     os.waitpid(init, 0)
     report = os.read(status_read, 4)
     status = struct.unpack("i", report)[0] if len(report) == 4 else 1 << 8

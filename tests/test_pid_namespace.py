@@ -110,3 +110,20 @@ else:
         program.kill()                  # as a kernel manager or the grader does, the stand-in only
         program.wait(timeout=30)
         assert ended_within(2), leftovers(SLEEPER, MARK)
+
+    def test_killing_whoever_started_the_stand_in_ends_everything_inside():
+        """A grader's worker killed with ``kill -9`` cannot stop its kernels: they stop on their
+        own once their starter is gone (ipykernel inside would never notice)."""
+        body = PRELUDE + textwrap.dedent(f"""
+            subprocess.Popen(["sleep", "296"], env={{"MARK": {MARK!r}}}, start_new_session=True)
+            print("ready", flush=True)
+            time.sleep(60)
+        """)
+        starter = subprocess.Popen(sandbox._in_minimal_root(
+            ["sh", "-c", '"$0" -I -c "$1" & wait', sys.executable, body], keep=()),
+            stdout=subprocess.PIPE, text=True)
+        assert starter.stdout.readline() == "ready\n"
+        assert leftovers(SLEEPER, MARK) != []
+        starter.kill()
+        starter.wait(timeout=30)
+        assert ended_within(3), leftovers(SLEEPER, MARK)
