@@ -32,7 +32,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from autograder import course, edition, forkserver, sandbox
+from autograder import cgroups, course, edition, forkserver, sandbox
 from autograder.runner import read_notebook
 
 MARKER = ".mini-graded"
@@ -131,7 +131,7 @@ def _autograde_in_pool(todo, workers, progress):
     context = multiprocessing.get_context("spawn")
     interrupted, stop = threading.Event(), context.Event()   # seen by the parent, the workers
     try:
-        with _ctrl_c_sets(interrupted), sandbox.task_cgroup("max") as cgroup, \
+        with _ctrl_c_sets(interrupted), cgroups.scope("max") as cgroup, \
                 concurrent.futures.ProcessPoolExecutor(
                     workers, mp_context=context, initializer=_start_worker,
                     initargs=(str(gradebook), str(scratch), dict(os.environ), stop,

@@ -19,8 +19,8 @@ runs in the server, and none can reach it:
 The client stands for the kernel before the kernel manager: it forwards interrupts and
 terminations, and exits with the kernel's status; when the client is killed, the server kills the
 kernel's whole session.  With namespaces a kernel also has a PID namespace of its own, and under
-a grader running as root a pids cgroup of its own: what it starts ends with it, however it left
-the session.  Where the server cannot be reached, the client starts the kernel the
+a grader running as root cgroups of its own: what it starts ends with it, however it left
+the session, and shares the CPU and memory bounds it was given.  Where the server cannot be reached, the client starts the kernel the
 slow way, through :mod:`autograder.kernel`.
 """
 import ctypes
@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import edition, guard, kernel, probes, sandbox
+from autograder import cgroups, edition, guard, kernel, probes, sandbox
 
 # What the server imports once, for every kernel: most labs' first cell imports matplotlib's two.
 # Not mini: each lab's kernels import their own student edition of it, with their lab's probes.
@@ -83,9 +83,10 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     grader read-only (:func:`autograder.sandbox.sandboxed`).  Kernels get ``limits``
     (:class:`autograder.sandbox.Limits`), and each imports the student edition of mini of its
     own lab (one of ``labs``, ``autograder.edition.for_grading``) and sees no other.  Given
-    ``cgroup`` (:func:`autograder.sandbox.task_cgroup`), the server runs in a cgroup inside it,
-    and each kernel in one of its own there, allowed ``limits.processes`` processes and threads,
-    and emptied when the kernel ends.
+    ``cgroup`` (:mod:`autograder.cgroups`), the server runs in a group inside it, and each kernel
+    in one of its own there, allowed ``limits.processes`` processes and threads and
+    ``limits.memory_bytes`` of memory, with a CPU share equal to each other kernel's, and emptied
+    when the kernel ends.
     """
     folder = Path(folder)
     home = folder / "home"
@@ -94,19 +95,19 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     editions = {lab: edition.for_grading(lab) for lab in sorted(labs)}
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
               "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
-              "confinement": confinement, "cgroup": cgroup and str(cgroup),
+              "confinement": confinement, "cgroup": cgroup, "memory": limits.memory_bytes,
               "editions": {lab: sandbox.seen_at(path) for lab, path in editions.items()}}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
-    writable = [folder, runtime_dir, cover] + ([cgroup] if cgroup else [])   # kernels' cgroups
+    writable = [folder, runtime_dir, cover] + (cgroup or [])   # the kernels' cgroups go there
     command = sandbox.sandboxed(command, keep=writable, editions=editions.values())
     environment = {**sandbox.student_environment(home, keep=kernel.KEEP),
                    "IPYTHONDIR": str(home / "ipython")}
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
     if cgroup is not None:          # before it forks a kernel: it forks none before "ready"
-        own = sandbox.nested_cgroup(cgroup, f"server-{process.pid}", "max")  # one per worker
-        sandbox.join(own or cgroup, process.pid)
+        own = cgroups.nested(cgroup, f"server-{process.pid}", "max")  # one per worker
+        cgroups.join(own or cgroup, process.pid)
     if process.stdout.readline() != b"ready\n":
         process.kill()
         process.wait()
@@ -220,8 +221,8 @@ def _report_exits(kernels, events, cgroup):
             return
         _kill(ended.si_pid)     # not reaped yet, so its number still names only its session
         _, status = os.waitpid(ended.si_pid, 0)
-        if cgroup and os.path.isdir(own := os.path.join(cgroup, f"kernel-{ended.si_pid}")):
-            sandbox.empty_cgroup(own)
+        if cgroup:
+            cgroups.empty([os.path.join(folder, f"kernel-{ended.si_pid}") for folder in cgroup])
         connection = kernels.pop(ended.si_pid, None)
         if connection is not None:
             events.unregister(connection)
@@ -247,9 +248,9 @@ def _become_kernel(config, request, keep):
         os.dup2(devnull, 0)
         os.close(devnull)
         os.setsid()
-        own = config["cgroup"] and sandbox.nested_cgroup(
-            config["cgroup"], f"kernel-{os.getpid()}", config["rlimits"]["NPROC"])
-        sandbox.join(own)
+        own = config["cgroup"] and cgroups.nested(
+            config["cgroup"], f"kernel-{os.getpid()}", config["rlimits"]["NPROC"], config["memory"])
+        cgroups.join(own)
         lab = Path(request["cwd"]).name                          # autograded/<student>/<lab>
         own_edition = config["editions"][lab]
         sys.path.insert(0, own_edition)

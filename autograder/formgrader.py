@@ -22,7 +22,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 
-from autograder import edition, sandbox
+from autograder import cgroups, edition, sandbox
 
 MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
 
@@ -43,8 +43,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     the course folder but its own autograded copy (its only other writable folder), nor the
     solutions or the exchange; so no kernel can rewrite the launch file of another, or reach the
     server.  The folder is removed with the kernel.  Under a server running as root, where the
-    process limit does not bind, the kernel runs in a pids cgroup of its own (its limit on
-    processes and threads), emptied when the kernel ends: nothing it started outlives it.
+    process limit does not bind, the kernel runs in cgroups of its own (:mod:`autograder.cgroups`:
+    its limit on processes and threads, on memory, its share of the CPU), emptied when the kernel
+    ends: nothing it started outlives it.
     """
 
     def __init__(self, **kwargs):
@@ -63,7 +64,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                              f"long for a Unix socket (at most {MAX_SOCKET_PATH} characters): "
                              "start the server with a shorter JUPYTER_RUNTIME_DIR")
         self.connection_file = str(runtime / f"kernel-{uuid.uuid4()}.json")
-        self.cgroup = sandbox.new_cgroup(limits.processes)
+        self.cgroup = cgroups.make(limits.processes, limits.memory_bytes)
 
     async def _async_pre_start_kernel(self, **kw):
         folder = kw.get("cwd")      # nbclient starts the kernel in the notebook's folder
@@ -77,13 +78,13 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         await super()._async_launch_kernel(kernel_cmd, **kw)
         # the launcher has not started Python yet, let alone student code: all it starts is inside
-        sandbox.join(self.cgroup, self.provisioner.pid)
+        cgroups.join(self.cgroup, self.provisioner.pid)
 
     async def _async_cleanup_resources(self, restart=False):
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             if self.cgroup is not None:
-                sandbox.empty_cgroup(self.cgroup)
+                cgroups.empty(self.cgroup)
                 self.cgroup = None
             shutil.rmtree(self.folder, ignore_errors=True)
 

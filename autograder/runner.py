@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.checks import answer, cases, ptx, tally
-from autograder import edition, sandbox
+from autograder import cgroups, edition, sandbox
 from autograder.hidden import visible_part
 from autograder.labs import fill_in_tested_by
 from autograder.sandbox import REPO, Limits
@@ -347,7 +347,7 @@ def _run_worker(cells, drawn, lab, limits):
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
               "from autograder.worker import main; main()"]
     try:
-        with sandbox.task_cgroup(limits.processes) as cgroup:
+        with cgroups.scope(limits.processes, limits.memory_bytes) as cgroup:
             process = subprocess.Popen(
                 sandbox.sandboxed(python, keep=[scratch], editions=[student_mini]),
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

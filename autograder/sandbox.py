@@ -22,11 +22,9 @@ machine allows: an instructor checking what a grader without user namespaces doe
 nbgrader talks to its Jupyter kernels over sockets; in a network namespace a kernel cannot reach
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
-import contextlib
 import ctypes
 import dataclasses
 import functools
-import itertools
 import json
 import os
 import resource
@@ -35,10 +33,9 @@ import signal
 import site
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from autograder import REPO, capabilities, landlock, minimal_root
+from autograder import REPO, capabilities, cgroups, landlock, minimal_root
 from autograder.minimal_root import MS_BIND, MS_RDONLY, MS_REMOUNT, mount  # noqa: F401 (forkserver)
 
 KERNEL_NAME = "mini-grader"
@@ -74,6 +71,10 @@ def _minimal_root_works():
 
 def isolation_note():
     """One sentence for every result: how student code was isolated, and what was not."""
+    return _isolation_clause() + "; " + cgroups.note()
+
+
+def _isolation_clause():
     kind = isolation()
     if kind == "namespaces":
         return ("isolation: own network namespace (no network); a minimal root: nothing of the "
@@ -122,22 +123,22 @@ class Limits:
 def set_limits(rlimits, tasks):
     """Apply :meth:`Limits.rlimits` to this process, for good; ``tasks`` is what the user ran
     before (:func:`user_tasks`), since ``RLIMIT_NPROC`` counts all of the user's processes and
-    threads.  That one does not bind root: a grader running as root counts them in a pids cgroup
-    instead (:func:`task_cgroup`)."""
+    threads.  That one does not bind root: a grader running as root counts them in a cgroup
+    instead (:mod:`autograder.cgroups`)."""
     for name, value in rlimits.items():
         value += tasks if name == "NPROC" else 0
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
 
 
-def start_limited(rlimits, tasks, cgroup):
+def start_limited(rlimits, tasks, group):
     """In a child the grader starts for student code or its compiler, before ``exec``: die with
-    the grader (no orphan keeps running), join its pids ``cgroup`` (:func:`task_cgroup`) and
-    take ``rlimits`` (:func:`set_limits`)."""
+    the grader (no orphan keeps running), join its cgroups ``group`` (:mod:`autograder.cgroups`)
+    and take ``rlimits`` (:func:`set_limits`)."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    join(cgroup)
+    cgroups.join(group)
     set_limits(rlimits, tasks)
 
 
@@ -240,102 +241,6 @@ def seal_off(spec, namespaces):
     confine(spec)
     if namespaces:
         capabilities.drop_all()
-
-
-@contextlib.contextmanager
-def task_cgroup(tasks):
-    """A pids cgroup in which at most ``tasks`` processes and threads can run (``"max"``: no
-    limit, only the clean-up below), or None.
-
-    ``RLIMIT_NPROC`` does not bind root, so a grader running as root (a container, CI) puts each
-    worker in a cgroup of its own instead (:func:`join`, from the child).  On exit every process
-    still in it is killed, including those that left the worker's process group, and the cgroup
-    removed.  None where no pids cgroup can be made (not root, or no pids controller): the
-    worker then relies on ``RLIMIT_NPROC``.
-    """
-    folder = new_cgroup(tasks)
-    try:
-        yield folder
-    finally:
-        if folder is not None:
-            empty_cgroup(folder)
-
-
-def new_cgroup(tasks):
-    """The cgroup of :func:`task_cgroup`, made now (None where it cannot be, or not root); the
-    caller removes it with :func:`empty_cgroup`."""
-    return _new_cgroup(tasks) if os.geteuid() == 0 else None
-
-
-def join(cgroup, pid=None):
-    """Move process ``pid`` (default: the calling one) into ``cgroup`` (from :func:`task_cgroup`;
-    nothing for None)."""
-    if cgroup is not None:
-        (Path(cgroup) / "cgroup.procs").write_text(str(pid or os.getpid()))
-
-
-def _new_cgroup(tasks):
-    for hierarchy in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-        controllers = hierarchy / "cgroup.controllers"
-        if not (hierarchy / "cgroup.procs").is_file() or controllers.is_file() \
-                and "pids" not in controllers.read_text().split():
-            continue
-        _sweep(hierarchy)
-        folder = hierarchy / f"mini-grading-{os.getpid()}-{next(_cgroups)}"
-        try:
-            folder.mkdir()
-            (folder / "pids.max").write_text(str(tasks))
-            return folder
-        except OSError:
-            shutil.rmtree(folder, ignore_errors=True)
-    return None
-
-
-_cgroups = itertools.count()
-
-
-def _sweep(mount):
-    """Empty and remove the grading cgroups whose maker has gone: a grader killed half-way
-    (``kill -9``) could not, and what its student code left running is stopped here."""
-    for folder in mount.glob("mini-grading-*-*"):
-        maker = folder.name.split("-")[2]
-        if maker.isdigit() and not Path(f"/proc/{maker}").exists():
-            empty_cgroup(folder)
-
-
-def nested_cgroup(parent, name, tasks):
-    """A pids cgroup ``name`` inside ``parent`` (from :func:`task_cgroup`) allowing ``tasks``
-    processes and threads, or None where the hierarchy refuses one (on cgroup v2, once
-    ``parent`` holds a process itself).  :func:`empty_cgroup` removes it."""
-    parent = Path(parent)
-    with contextlib.suppress(OSError):      # cgroup v2: let the children count processes
-        (parent / "cgroup.subtree_control").write_text("+pids")
-    folder = parent / name
-    try:
-        folder.mkdir()
-        (folder / "pids.max").write_text(str(tasks))
-        return folder
-    except OSError:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-        return None
-
-
-def empty_cgroup(folder):
-    """Kill every process in cgroup ``folder`` and in the cgroups inside it, then remove them."""
-    folder = Path(folder)
-    for inner in [path for path in folder.iterdir() if path.is_dir()]:
-        empty_cgroup(inner)
-    for _ in range(100):
-        pids = (folder / "cgroup.procs").read_text().split()
-        if not pids:
-            break
-        for pid in map(int, pids):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
-    with contextlib.suppress(OSError):
-        folder.rmdir()
 
 
 def sandboxed(command, keep=(), editions=()):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import runner, samples
+from autograder import cgroups, runner, samples
 
 LAB = "lab2_graphs"
 KINDS = ["full", "bug", "full", "bug"]
@@ -99,8 +99,9 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path, signal_number)
     again = _autograder(env, "autograde", LAB, "--workers", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"graded {len(students) - len(finished)} submission(s)" in again.stdout
-    # a batch killed before it could remove its cgroup (as root): the next batch removed it
-    assert not list(Path("/sys/fs/cgroup/pids").glob(f"mini-grading-{batch.pid}-*"))
+    # a batch killed before it could remove its cgroups (as root): the next batch removed them
+    assert not [group for base in cgroups._bases()
+                for group in base.glob(f"{cgroups.PREFIX}-{batch.pid}-*")]
     markers = _markers(course)
     assert set(markers) == set(students)
     assert {student: markers[student] for student in finished} == finished

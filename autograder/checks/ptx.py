@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from mini.kernels import ptx as kernel_ptx
-from autograder import REPO, edition, sandbox
+from autograder import REPO, cgroups, edition, sandbox
 from autograder.checks import Case
 
 COMPILE_LIMITS = sandbox.Limits(worker_seconds=120.0, memory_bytes=3 * 2**30,
@@ -163,7 +163,8 @@ class _Compiler:
         tasks = sandbox.user_tasks()
         self.cgroup = contextlib.ExitStack()
         try:
-            cgroup = self.cgroup.enter_context(sandbox.task_cgroup(COMPILE_LIMITS.processes))
+            cgroup = self.cgroup.enter_context(cgroups.scope(COMPILE_LIMITS.processes,
+                                                               COMPILE_LIMITS.memory_bytes))
             self.process = subprocess.Popen(
                 sandbox.sandboxed(python, keep=[self.scratch], editions=[student_mini]),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
