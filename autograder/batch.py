@@ -151,7 +151,7 @@ def _autograde_in_pool(todo, workers, progress):
                         scores, problem = job.result()
                     except Exception as error:       # the worker process itself died
                         scores, problem = None, f"{type(error).__name__}: {error}"
-                    if scores is not None:
+                    if scores is not None and (problem := _no_room_to_merge()) is None:
                         _merge(lab, student, scores)
                         _mark_graded(lab, student, path)
                     results.append((submission, problem))
@@ -305,6 +305,21 @@ def _reason(log):
 
 
 # --- back in the parent --------------------------------------------------------------------------
+
+MERGE_ROOM = 32 * 2**20     # free bytes the course folder's disk must have for a merge
+
+
+def _no_room_to_merge():
+    """Why no score may be written into the gradebook now (its disk is nearly full), or None.
+    A full disk half-way through a SQLite transaction fails it; checked before, the submission is
+    left ungraded, with this reason, and the next run grades it."""
+    free = shutil.disk_usage(course.course_dir()).free
+    if free >= MERGE_ROOM:
+        return None
+    return (f"not written to the gradebook: the course folder's disk has {free // 2**20} MiB "
+            f"free, below the {MERGE_ROOM // 2**20} MiB a merge needs; free some space and run "
+            "autograde again (it grades what is left)")
+
 
 def _merge(lab, student, scores):
     """Write one submission's automatic scores into the course gradebook (one transaction)."""

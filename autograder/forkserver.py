@@ -27,6 +27,7 @@ import ctypes
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -96,6 +97,7 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     config = {"socket": str(folder / "socket"), "worker": os.getpid(), "cover": str(cover),
               "namespaces": sandbox.isolation() == "namespaces", "rlimits": limits.rlimits(),
               "confinement": confinement, "cgroup": cgroup, "memory": limits.memory_bytes,
+              "folder_bytes": limits.folder_bytes,
               "editions": {lab: sandbox.seen_at(path) for lab, path in editions.items()}}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.forkserver import serve; serve()", json.dumps(config)]
@@ -256,7 +258,8 @@ def _become_kernel(config, request, keep):
         sys.path.insert(0, own_edition)
         kept = probes.lab_probes(lab)
         if config["namespaces"]:
-            _own_copy_only(request["cwd"], config["cover"], hide_cgroups=bool(own))
+            _own_copy_only(request["cwd"], config["cover"], config["folder_bytes"],
+                           hide_cgroups=bool(own))
             others = [path for path in config["editions"].values() if path != own_edition]
             sandbox.cover([*others, sandbox.GRADER])
         os.chdir(request["cwd"])
@@ -279,21 +282,41 @@ def _become_kernel(config, request, keep):
     os._exit(0)
 
 
-def _own_copy_only(cwd, cover, hide_cgroups):
+def _own_copy_only(cwd, cover, folder_bytes, hide_cgroups):
     """A mount namespace of this process's own, where ``cover`` holds nothing but ``cwd``, and
     the /tmp of the server's root, every kernel's, is read-only (as under Landlock: no kernel
     leaves a file there for the next); with ``hide_cgroups``, /sys/fs/cgroup empty and
     read-only too (the server's cgroup is writable in its root, and student code runs as the
-    user namespace's root: without Landlock it could move itself out of its cgroup)."""
+    user namespace's root: without Landlock it could move itself out of its cgroup).
+
+    ``cwd`` is a tmpfs of ``folder_bytes`` holding a copy of the submission's autograded folder:
+    what the kernel writes there is bounded, takes no room in the course folder, and is gone
+    when the kernel ends (the grader writes the executed notebook itself)."""
     if _libc.unshare(_CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
-    own = os.open(cwd, os.O_PATH | os.O_DIRECTORY)      # in the new namespace, as mount wants
+    own = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)    # read below, once covered
     sandbox.mount(None, "/tmp", None, sandbox.MS_REMOUNT | sandbox.MS_BIND | sandbox.MS_RDONLY,
                   None)
     sandbox.mount("none", cover, "tmpfs", 0, "size=64k")
     os.makedirs(cwd)
-    sandbox.mount(f"/proc/self/fd/{own}", cwd, None, sandbox.MS_BIND, None)
+    sandbox.mount("none", cwd, "tmpfs", 0, f"size={int(folder_bytes)}")
+    _copy_into(own, cwd)
     sandbox.mount(None, cover, None, sandbox.MS_REMOUNT | sandbox.MS_RDONLY, None)
     os.close(own)
     if hide_cgroups:
         sandbox.mount("none", "/sys/fs/cgroup", "tmpfs", sandbox.MS_RDONLY, "size=4k")
+
+
+def _copy_into(source, folder):
+    """Copy the files below the folder open as descriptor ``source`` into ``folder``, as many as
+    fit; links are not followed."""
+    for parent, _, files, parent_fd in os.fwalk(".", dir_fd=source):
+        target = os.path.join(folder, parent)
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=parent_fd)
+                with open(fd, "rb") as original, open(os.path.join(target, name), "xb") as copy:
+                    shutil.copyfileobj(original, copy)
+            except OSError:
+                continue

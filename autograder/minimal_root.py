@@ -17,7 +17,9 @@ root is a tmpfs that holds nothing of the host but what the command needs, each 
   /dev/shm;
 * an empty /tmp;
 * the folders of ``LAYOUT["writable"]``, read-write where they were (an item may be an environment
-  variable, ``$MINI_KERNEL_HOME``); the command starts in the first.
+  variable, ``$MINI_KERNEL_HOME``); the command starts in the first.  With
+  ``LAYOUT["private_bytes"]``, that first one is instead an empty tmpfs of that many bytes at the
+  same path: what the command writes there is bounded, and gone with it.
 
 So no home folder, no other folder of /tmp, no other checkout and no other part of this repository
 (its history, the solutions, the tests, the course) is there.  The root is read-only once built and
@@ -48,7 +50,8 @@ def main():
     editions = {_expanded(item): inside(_expanded(item)) for item in layout["editions"]}
     if len(set(editions.values())) < len(editions):
         raise ValueError(f"two editions of one name: {layout['editions']}")
-    _build(layout["system"], readonly, writable, layout["covered"], editions)
+    _build(layout["system"], readonly, writable, layout["covered"], editions,
+           layout.get("private_bytes"))
     _switch_root()
     for item in layout["editions"]:
         if item.startswith("$"):
@@ -62,10 +65,10 @@ def inside(edition):
     return f"{EDITIONS}/{os.path.basename(os.path.normpath(edition))}"
 
 
-def _build(system, readonly, writable, covered, editions):
+def _build(system, readonly, writable, covered, editions, private_bytes=None):
     """The new root, at ``BUILD``: each of the host's folders in it is bound through a descriptor
     opened before the tmpfs there hides what /tmp held; ``editions``: ``{host path: path in the
-    root}``."""
+    root}``; ``private_bytes``: the size of the tmpfs that stands for ``writable[0]``."""
     system = [folder for folder in system if os.path.lexists(folder)]
     held = _opened(["/proc", "/sys", *(f"/dev/{name}" for name in DEVICES), *readonly, *writable,
                     *editions, *(folder for folder in system if not os.path.islink(folder))])
@@ -87,7 +90,10 @@ def _build(system, readonly, writable, covered, editions):
         if os.path.isdir(BUILD + folder):
             mount("none", BUILD + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
     for folder in sorted(writable):     # one inside another after it
-        _bind(held[folder], folder)
+        if private_bytes and folder == writable[0]:
+            _tmpfs(folder, f"mode=755,size={int(private_bytes)}")
+        else:
+            _bind(held[folder], folder)
     for fd in held.values():
         os.close(fd)
 

@@ -72,9 +72,10 @@ c.Autograde.autograde_preprocessors = [
 if inside_jupyter_server():
     c.ResilientExecute.kernel_manager = "autograder.formgrader.SandboxedKernelManager"
 # Only notebooks are copied from a submission to where it runs: a numpy.py, sitecustomize.py or
-# .pth shipped beside the notebook is never importable while grading.
+# .pth shipped beside the notebook is never importable while grading.  Nor is the batch's marker
+# of a graded submission (autograder.batch.MARKER) copied on into its feedback.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py",
-                            "*.pth", "*.so", "*.pyd", "*.egg-link"]
+                            "*.pth", "*.so", "*.pyd", "*.egg-link", ".mini-graded"]
 # Feedback shows the student their results without the hidden tests, and a written answer not
 # graded yet as pending (autograder/templates/feedback, found before nbgrader's own page).
 c.HTMLExporter.extra_template_basedirs = template_folders()

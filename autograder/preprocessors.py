@@ -20,10 +20,14 @@ its feedback say what is not graded yet.
 All are named in ``nbgrader_config.py``.
 """
 import asyncio
+import contextlib
 import copy
 import json
+import os
 import queue
 import secrets
+import shutil
+from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -193,8 +197,13 @@ class VerdictsOutsideKernel(ResilientExecute):
     _answering = None           # the cases of the test cell that is running
 
     def preprocess(self, nb, resources=None, km=None):
-        with ptx.one_submission():          # lab 5's kernels: one compiling process
-            return super().preprocess(nb, resources, km)
+        folder = (resources or {}).get("metadata", {}).get("path")
+        before = _files_in(folder)
+        try:
+            with ptx.one_submission():          # lab 5's kernels: one compiling process
+                return super().preprocess(nb, resources, km)
+        finally:
+            _remove_new_files(folder, before)
 
     def preprocess_cell(self, cell, resources, index):
         tested = _tested(cell, resources)
@@ -254,6 +263,26 @@ class VerdictsOutsideKernel(ResilientExecute):
         if _tested(cell, self.resources) is not None:
             replay.source = hidden.visible_part(cell.source)
         return replay
+
+
+def _files_in(folder):
+    """Every path below ``folder`` (None: nothing), symbolic links not followed."""
+    found = set()
+    for parent, folders, files in os.walk(folder) if folder else ():
+        found.update(Path(parent) / name for name in folders + files)
+    return found
+
+
+def _remove_new_files(folder, before):
+    """Remove what the notebook's code wrote in ``folder``, where it ran: only the notebook,
+    which nbgrader writes after, is kept of a graded submission (into ``autograded/`` and from
+    there ``feedback/``), so that what one submission writes takes no room from the next."""
+    for path in sorted(_files_in(folder) - before, key=lambda path: len(path.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 def _demo_cells(nb, resources):

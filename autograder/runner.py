@@ -349,7 +349,8 @@ def _run_worker(cells, drawn, lab, limits):
     try:
         with cgroups.scope(limits.processes, limits.memory_bytes) as cgroup:
             process = subprocess.Popen(
-                sandbox.sandboxed(python, keep=[scratch], editions=[student_mini]),
+                sandbox.sandboxed(python, keep=[scratch], editions=[student_mini],
+                                  private_bytes=limits.folder_bytes),
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 cwd=scratch, env=_worker_environment(scratch),
                 pass_fds=(events_write, answers_read), start_new_session=True,

@@ -85,7 +85,8 @@ def _isolation_clause():
     if kind == "landlock":
         return ("isolation: Landlock only (no user namespaces here): nothing but the system, "
                 "Python and mini readable, only the submission's own folder writable, no TCP; "
-                "but UDP was not cut")
+                "but UDP was not cut, and what it wrote in its folder was bounded per file, not "
+                "in all (it is removed after grading)")
     return ("isolation: NOT available here (neither user namespaces nor Landlock): the network was "
             "not cut and the worker could read the instructor's files and change the grader's; "
             "run the grader as a separate user or in a container (README, 'Grading untrusted "
@@ -108,6 +109,7 @@ class Limits:
     worker_seconds: float = 300.0    # one worker process, wall clock
     memory_bytes: int = 4 * 2**30    # address space
     file_bytes: int = 64 * 2**20     # largest file the worker may write
+    folder_bytes: int = 64 * 2**20   # all it writes in its working folder, with namespaces
     processes: int = 512             # processes AND threads: the CUDA simulator runs a thread
     #                                  per CUDA thread of a block
     output_chars: int = 20_000       # what the student printed, kept for the report
@@ -243,24 +245,26 @@ def seal_off(spec, namespaces):
         capabilities.drop_all()
 
 
-def sandboxed(command, keep=(), editions=()):
+def sandboxed(command, keep=(), editions=(), private_bytes=None):
     """``command`` with no network, in a minimal root of its own (:mod:`autograder.minimal_root`):
     of the host's files only the system, Python with its packages (none of
     :data:`OTHER_DIFFERENTIATORS`) and the grader, read-only, the folders ``keep``, read-write,
     each at its own path, and the student editions of mini ``editions``, read-only, each where
     :func:`seen_at` says; the command starts in the first of ``keep`` (else in /).  An item of
     ``keep`` or ``editions`` may name an environment variable (``"$MINI_KERNEL_HOME"``), read as
-    the command starts (an edition's is then set to where the command sees it).  The full mini is not
-    there.  Unchanged where isolation is not ``namespaces``."""
+    the command starts (an edition's is then set to where the command sees it).  With
+    ``private_bytes``, the first of ``keep`` is an empty folder of the command's own, of at most
+    that many bytes, and the host's stays as it was.  The full mini is not there.  Unchanged where
+    isolation is not ``namespaces``."""
     if isolation() != "namespaces":
         return command
-    return _in_minimal_root(command, keep, editions)
+    return _in_minimal_root(command, keep, editions, private_bytes)
 
 
-def _in_minimal_root(command, keep, editions=()):
+def _in_minimal_root(command, keep, editions=(), private_bytes=None):
     layout = {"system": SYSTEM, "readonly": list(map(str, _root_folders())),
               "editions": list(map(str, editions)), "writable": list(map(str, keep)),
-              "covered": other_differentiators()}
+              "covered": other_differentiators(), "private_bytes": private_bytes}
     return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", sys.executable,
             "-I", "-S", str(Path(__file__).with_name("minimal_root.py")), json.dumps(layout),
             *command]
