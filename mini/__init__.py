@@ -30,4 +30,23 @@ from mini.primitives import (
     tanh, transpose, vjp_of, vjp_table, where, zeros_like,
 )
 
+__all__ = [
+    # reverse mode (mini.autodiff) and forward mode (mini.forward)
+    "add_outgrads", "backward_pass", "grad", "hessian", "hessian_vector_product", "jacobian",
+    "make_vjp", "value_and_grad", "jvp", "make_jvp",
+    # central differences (mini.gradcheck)
+    "check_grads", "diagnose", "numerical_grad",
+    # graphs (mini.graph)
+    "CycleError", "Node", "evaluate", "toposort",
+    # backends (mini.backend)
+    "get_backend", "set_backend", "use_backend",
+    # the primitives and their derivatives (mini.primitives, mini.table)
+    "add", "axis_size", "concatenate", "conjugate", "defjvp", "defvjp", "defvjp_every_argument",
+    "defvjp_zero", "divide", "dot", "equal", "exp", "getitem", "greater", "greater_equal",
+    "jvp_of", "jvp_table", "less", "less_equal", "log", "log_softmax", "logsumexp", "matmul",
+    "maximum", "mean", "multiply", "negative", "not_equal", "one_hot", "ones_like", "power",
+    "primitive", "relu", "reshape", "sigmoid", "softmax", "sqrt", "stack", "subtract", "sum",
+    "take", "tanh", "transpose", "vjp_of", "vjp_table", "where", "zeros_like",
+]
+
 keep_freed_memory()     # each training step reuses what the one before freed (mini.memory)

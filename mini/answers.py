@@ -49,19 +49,24 @@ def answers(lab, fill_in):
     """The VJPs and JVPs registered inside the block answer ``fill_in`` of ``lab``: the functions
     among them (or wrapped by them, as a broadcasting VJP wraps its lambda) written in the block
     itself, not the table's shared helpers (zeros for an argument read only for its shape)."""
-    from mini import table
     block = sys._getframe(2)            # the module running the ``with`` (past contextmanager's)
-    where, first = block.f_code.co_filename, block.f_lineno
-    before = {id(rule) for rule in _rules(table)}
-    yield
-    ANSWERS.setdefault((lab, fill_in), []).extend(
-        function for rule in _rules(table) if id(rule) not in before
-        for function in _written_in(rule, where, first))
+    _open.append((lab, fill_in, block.f_code.co_filename, block.f_lineno))
+    try:
+        yield
+    finally:
+        _open.pop()
 
 
-def _rules(table):
-    for entries in (*table.vjp_table.values(), *table.jvp_table.values()):
-        yield from entries.values() if isinstance(entries, dict) else [entries.rule]
+_open = []      # the answers(...) blocks running now: (lab, fill-in, their file, first line)
+
+
+def registered(*rules):
+    """What ``mini.table`` calls with each derivative it registers: inside an :func:`answers`
+    block, the ones written there are marked as that block's answer."""
+    if _open:
+        lab, fill_in, where, first = _open[-1]
+        ANSWERS.setdefault((lab, fill_in), []).extend(
+            function for rule in rules for function in _written_in(rule, where, first))
 
 
 def _written_in(function, where, first):

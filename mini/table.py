@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from mini.answers import answer, answers
+from mini.answers import answer, answers, registered
 
 
 class Traced:
@@ -80,6 +80,7 @@ def defvjp(prim, *vjps, broadcasting=False):
     if broadcasting:
         vjps = [_summed_to_argument(vjp, argnum) if vjp else None for argnum, vjp in enumerate(vjps)]
     vjp_table[prim] = {argnum: vjp for argnum, vjp in enumerate(vjps) if vjp is not None}
+    registered(*vjp_table[prim].values())
 
 
 def defjvp(prim, *jvps, broadcasting=False):
@@ -91,16 +92,19 @@ def defjvp(prim, *jvps, broadcasting=False):
     if broadcasting:
         jvps = [_broadcast_to_answer(jvp) if jvp else None for jvp in jvps]
     jvp_table[prim] = {argnum: jvp for argnum, jvp in enumerate(jvps) if jvp is not None}
+    registered(*jvp_table[prim].values())
 
 
 def defvjp_every_argument(prim, vjp):
     """Register one ``vjp(argnum, g, ans, *args, **kwargs)`` serving every argument position."""
     vjp_table[prim] = _EveryArgument(vjp)
+    registered(vjp)
 
 
 def defjvp_every_argument(prim, jvp):
     """Register one ``jvp(argnum, t, ans, *args, **kwargs)`` serving every argument position."""
     jvp_table[prim] = _EveryArgument(jvp)
+    registered(jvp)
 
 
 def defvjp_zero(prim):
