@@ -50,8 +50,8 @@ class NumpyBackend:
         return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
-# name -> "module:attribute" of a zero-argument factory; imported only when first chosen, so that
-# numba is never loaded by a student who stays on numpy.
+# name -> a zero-argument factory, or the "module:attribute" of one, imported only when first
+# chosen, so that numba is never loaded by a student who stays on numpy.
 _FACTORIES = {
     "numpy": "mini.backend:NumpyBackend",
     "cpu": "mini.kernels.backends:CpuBackend",
@@ -61,11 +61,30 @@ _FACTORIES = {
 ops = NumpyBackend()
 
 
+def register(name, factory):
+    """Make backend ``name`` one to choose: ``factory`` makes it (a class, or any callable with no
+    arguments), or is the ``"module:attribute"`` of one, imported when it is first chosen."""
+    _FACTORIES[name] = factory
+
+
+def unregister(name):
+    """Forget backend ``name`` (:func:`register`); the one in use stays in use."""
+    _FACTORIES.pop(name, None)
+
+
+def names():
+    """The names of the backends there are to choose from."""
+    return sorted(_FACTORIES)
+
+
 def _make(name):
     if name not in _FACTORIES:
-        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(_FACTORIES)}")
-    module, attribute = _FACTORIES[name].split(":")
-    return getattr(importlib.import_module(module), attribute)()
+        raise ValueError(f"unknown backend {name!r}; choose one of {names()}")
+    factory = _FACTORIES[name]
+    if isinstance(factory, str):
+        module, attribute = factory.split(":")
+        factory = getattr(importlib.import_module(module), attribute)
+    return factory()
 
 
 def set_backend(name):

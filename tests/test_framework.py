@@ -321,14 +321,14 @@ class _Recording(mini.backend.NumpyBackend):
 
 
 @pytest.fixture
-def recording_devices(monkeypatch):
+def recording_devices():
     """Two backends, "left" and "right", that record which operations ran on them."""
     _Recording.calls = []
     for name in ("left", "right"):
-        kind = type(name, (_Recording,), {"name": name})
-        monkeypatch.setitem(mini.backend._FACTORIES, name, f"{__name__}:{kind.__name__}")
-        monkeypatch.setitem(globals(), kind.__name__, kind)
-    return _Recording.calls
+        mini.backend.register(name, type(name, (_Recording,), {"name": name}))
+    yield _Recording.calls
+    for name in ("left", "right"):
+        mini.backend.unregister(name)
 
 
 def test_each_operation_runs_on_the_backend_of_its_device(graph, recording_devices):

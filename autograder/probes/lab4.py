@@ -21,8 +21,6 @@ sent.  Orders a stand-in needs (``prune``) and the folding a stand-in does come 
 """
 import contextlib
 import functools
-import sys
-import types
 
 import numpy as np
 
@@ -221,18 +219,14 @@ def recording_backends(names):
     """Backends called ``names``, registered with mini in this process (the student's) for the
     block, that write down what they compute in the list this yields; the backend in use
     before is in use again afterwards."""
-    log, saved_ops, saved = [], backend.ops, dict(backend._FACTORIES)
-    module = types.ModuleType(f"_recording_backends_{'_'.join(names)}")
+    log, saved_ops = [], backend.ops
     for name in names:
-        setattr(module, name, functools.partial(_Recording, name, log))
-    sys.modules[module.__name__] = module
-    backend._FACTORIES.update({name: f"{module.__name__}:{name}" for name in names})
+        backend.register(name, functools.partial(_Recording, name, log))
     try:
         yield log
     finally:
-        backend._FACTORIES.clear()
-        backend._FACTORIES.update(saved)
-        sys.modules.pop(module.__name__, None)
+        for name in names:
+            backend.unregister(name)
         backend.ops = saved_ops
 
 
