@@ -242,9 +242,7 @@ class Session:
             elif node.fun is None:
                 values[node] = node.value
             else:
-                args = list(node.args)
-                for argnum, parent in zip(node.parent_argnums, node.parents):
-                    args[argnum] = values[parent]
+                args = node.arguments([values[parent] for parent in node.parents])
                 with on_device(node.device):
                     values[node] = node.forward(*args)
         return _unflatten(fetches, [values[node] for node in targets])
@@ -345,9 +343,9 @@ def on_device(name):
 
 
 def _check_device(name):
-    if name is not None and name not in backend._FACTORIES:     # the backends mini can load
+    if name is not None and name not in backend.names():
         raise ValueError(f"unknown device {name!r}: a device is one of mini's backends, "
-                         f"{', '.join(sorted(backend._FACTORIES))}")
+                         f"{', '.join(backend.names())}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,9 +368,7 @@ def fold_constants(fetches):
     for node in prune(fetches):
         parents = [new[parent] for parent in node.parents]
         if _pure(node) and all(isinstance(parent, Constant) for parent in parents):
-            args = list(node.args)
-            for argnum, parent in zip(node.parent_argnums, parents):
-                args[argnum] = parent.value
+            args = node.arguments([parent.value for parent in parents])
             with node.graph.as_default(), on_device(node.device):
                 new[node] = Constant(node.forward(*args), f"{node.name}_folded")
         else:
@@ -420,11 +416,8 @@ def rebuilt(node, parents):
     """``node`` itself if ``parents`` are its parents, else a copy of it reading ``parents``."""
     if all(new is old for new, old in zip(parents, node.parents)):
         return node
-    args = list(node.args)
-    for argnum, parent in zip(node.parent_argnums, parents):
-        args[argnum] = parent
-    copy = Operation(None, node.fun, tuple(args), node.kwargs, parents, node.parent_argnums,
-                     name=node.name, graph=node.graph)
+    copy = Operation(None, node.fun, tuple(node.arguments(parents)), node.kwargs, parents,
+                     node.parent_argnums, name=node.name, graph=node.graph)
     copy.device = node.device
     return copy
 
