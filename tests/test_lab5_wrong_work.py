@@ -11,10 +11,12 @@ accumulator in a float32 product, an accumulator not reset per row, an indptr th
 rows at the end.
 """
 import nbformat
+import pytest
 
 from autograder import cli, course, runner
+from autograder.checks import checks_of
 
-from wrong_work import VISIBLE, named_in, points_lost
+from wrong_work import VISIBLE, named_in, namespace_through, points_lost, verdict
 
 LAB = "lab5_kernels"
 
@@ -227,3 +229,19 @@ def test_a_blocks_threads_get_one_shared_array_even_when_they_ask_at_once():
             shared._allocations.clear()
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_a_tree_without_barriers_is_told_by_its_code_and_its_message_names_the_barrier():
+    """A race is not always seen in the values the simulator computes; the compiled code shows
+    it, and a wrong sum's message names the missing barrier beside the grid-stride loop."""
+    namespace = namespace_through(LAB, "reduce_kernel", [(
+        "            cuda.syncthreads()          # outside the if: every thread of the block "
+        "reaches it\n", "")])
+    checks = {check.__name__: check for check in checks_of(LAB)["reduce_kernel"]}
+    with pytest.raises(AssertionError, match=r"got str '\d+, with no bar.sync between them'"):
+        verdict(LAB, "reduce_kernel", checks["reduce_code_check_layout"], namespace)
+    verdict(LAB, "reduce_kernel", checks["reduce_code_check_float32"], namespace)
+    try:
+        verdict(LAB, "reduce_kernel", checks["reduce_sum_check"], namespace)
+    except AssertionError as wrong:
+        assert "a cuda.syncthreads() missing between two steps" in str(wrong)

@@ -241,10 +241,12 @@ def reduce_sum_check(rng):
     n = _odd(rng, 401, 899)
     blocks = int(rng.integers(2, 4))
     return _reduce_case(rng, n, blocks, np.float64, "add", 1e-12, hint=(
-        "there are more elements than threads, so each thread must first loop over its "
-        "grid-stride elements. The sum is compared at float64 precision (if expected and got look "
-        "equal, they differ after the 6th digit: float32 rounding), so give the shared array x's "
-        "dtype. " + REDUCE_HINT))
+        "a sum that comes out wrong either misses elements (there are more elements than "
+        "threads, so each thread must first loop over its grid-stride elements) or reads a slot "
+        "of the tree before the step that writes it has finished (a cuda.syncthreads() missing "
+        "between two steps: the check of the compiled code says which). It is compared at "
+        "float64 precision (if expected and got look equal, they differ after the 6th digit: "
+        "float32 rounding), so give the shared array x's dtype. " + REDUCE_HINT))
 
 
 def reduce_max_check(rng):
