@@ -25,12 +25,18 @@ SLOWEST_FIRST = ["test_labs_grading.py", "test_autograder.py", "test_hostile_nbg
                  "test_pytest_path_samples.py", "test_hostile.py", "test_kit.py", "test_labs.py",
                  "test_verdicts_outside.py", "test_browser_student.py", "test_sandbox.py",
                  "test_browser_instructor.py", "test_lab5_wrong_work.py", "test_ptx.py",
-                 "test_formgrader.py", "test_forkserver.py", "test_demo_cells.py",
-                 "test_kernels_cuda.py", "test_gradescope.py", "test_exit_codes.py",
-                 "test_cluster.py"]
+                 "test_formgrader.py", "test_neighbours.py", "test_forkserver.py",
+                 "test_demo_cells.py", "test_kernels_cuda.py", "test_gradescope.py",
+                 "test_exit_codes.py", "test_feedback_pending.py", "test_cluster.py"]
 
 
 def pytest_collection_modifyitems(items):
+    missing = [name for name in SLOWEST_FIRST
+               if not os.path.isfile(os.path.join(os.path.dirname(__file__), name))]
+    if missing:
+        raise RuntimeError(f"tests/conftest.py's SLOWEST_FIRST lists files that are not there: "
+                           f"{', '.join(missing)}; take them out or rename them there too")
+
     def rank(item):
         name = item.path.name
         return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
