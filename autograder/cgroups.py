@@ -47,33 +47,34 @@ def make(tasks, memory=None):
     bases = _bases()
     if not any("pids" in names for names in bases.values()):
         return None
-    name = f"{PREFIX}-{os.getpid()}-{_started(os.getpid())}-{next(_made)}"
-    group = []
-    for base, controllers in bases.items():
+    for base in bases:
         _sweep(base)
-        folder = _child(base, name, controllers, tasks, memory)
+    return _made_in(bases, f"{PREFIX}-{os.getpid()}-{_started(os.getpid())}-{next(_made)}",
+                    tasks, memory)
+
+
+def nested(group, name, tasks, memory=None):
+    """A group ``name`` inside ``group`` (from :func:`make`), or None where the hierarchy refuses
+    one (on cgroup v2, once ``group`` holds a process itself).  :func:`empty` removes it."""
+    places = {}
+    for folder in map(Path, group):
+        places[folder] = _controllers_of(folder)
+        _enable(folder, places[folder])
+    return _made_in(places, name, tasks, memory)
+
+
+def _made_in(places, name, tasks, memory):
+    """The group ``name`` made in each of ``places`` (``{folder: its controllers}``), or None
+    where its pids cgroup cannot be made (what was made then removed)."""
+    group = []
+    for parent, controllers in places.items():
+        folder = _child(parent, name, controllers, tasks, memory)
         if folder is None and "pids" in controllers:
             empty(group)
             return None
         if folder is not None:
             group.append(str(folder))
     return group
-
-
-def nested(group, name, tasks, memory=None):
-    """A group ``name`` inside ``group`` (from :func:`make`), or None where the hierarchy refuses
-    one (on cgroup v2, once ``group`` holds a process itself).  :func:`empty` removes it."""
-    inner = []
-    for folder in map(Path, group):
-        controllers = _controllers_of(folder)
-        _enable(folder, controllers)
-        child = _child(folder, name, controllers, tasks, memory)
-        if child is None and "pids" in controllers:
-            empty(inner)
-            return None
-        if child is not None:
-            inner.append(str(child))
-    return inner
 
 
 def join(group, pid=None):
