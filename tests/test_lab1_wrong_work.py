@@ -3,10 +3,15 @@
 Each wrong version below replaces one fill-in's answer in the solution notebook; a notebook holds
 several of them, in fill-ins whose checks do not call each other's (a check answers the calls to the
 other fill-ins itself), so each costs a share of its own test cell's points (the behaviours it gets
-wrong, all of them when a visible test catches it) and nothing else. The pytest path grades both
-notebooks, the nbgrader path the first one; the hidden checks are also run directly on the two
-mistakes that once scored full marks (one maximum for the whole batch, weights updated in place), so
-that they are caught even where a visible test would not be.
+wrong, all of them when a visible test catches it) and nothing else. Four notebooks give every
+fill-in at least three wrong versions; the third holds mostly mistakes the visible tests let through
+(logits clipped instead of shifted, X transposed in the cache, a ReLU on the input, one example's
+outer product, a hard-coded learning rate, ...). Two of the new mistakes once scored full marks:
+a softmax_loss_grad with its own softmax and one maximum for the whole batch (the third), an
+mlp_backward wrong for one layer only (the fourth). The pytest path grades all four notebooks, the nbgrader path the first and the
+third; the hidden checks are also run directly on two other mistakes that once scored full marks
+(one maximum for the whole batch in softmax_loss, weights updated in place), so that they are
+caught even where a visible test would not be.
 """
 import re
 
@@ -98,6 +103,102 @@ WRONG_TWO = {
                  VISIBLE),
 }
 
+WRONG_THREE = {
+    "softmax_loss": (["""
+    E = np.exp(np.clip(U, -500, 500))                              # clipped, not shifted
+    return E / np.sum(E, axis=1, keepdims=True)
+""", None], "softmax(U) and softmax_loss(U, y) with large logits",
+                     ["no overflow: large logits, rows far apart"]),
+    "softmax_loss_grad": (["""
+    E = np.exp(U - np.max(U))                                      # one maximum for the batch
+    G = E / np.sum(E, axis=1, keepdims=True)
+    G[np.arange(U.shape[0]), y] -= 1.0
+    return G / U.shape[0]
+"""], "whose rows lie 1000 apart", ["no overflow for large logits"]),
+    "softmax_regression": (["""
+    U = X @ W
+    return softmax_loss(U, y), X.T @ softmax_loss_grad(U, y) / len(y)   # averaged twice
+"""], "grad_W disagrees with central differences", VISIBLE),
+    "two_layer_forward": (["""
+    Z = X @ W1
+    H = np.maximum(Z, 0)
+    return H @ W2, {"X": X.T, "Z": Z, "H": H}                      # X.T, ready for X.T @ G_Z
+"""], "the result['X'] has shape", ["the network's output and cache"]),
+    "two_layer_backward": (["""
+    X, Z, H = cache["X"], cache["Z"], cache["H"]
+    B = X.shape[0]
+    G_Z = (G_U @ W2.T) * (Z > 0)
+    return X.T @ G_Z / B, H.T @ G_U / B                            # G_U is a mean already
+"""], "grad_W2 disagrees with central differences", VISIBLE),
+    "mlp_forward": (["""
+    Zs, As, Z = [], [], X
+    for W in Ws:
+        Z = np.maximum(Z, 0)                                       # the input X too
+        Zs.append(Z)
+        Z = Z @ W
+        As.append(Z)
+    return Z, {"Z": Zs, "A": As}
+"""], "Z_1 = X", ["a network of several layers", "a network of one layer"]),
+    "mlp_backward": (["""
+    grads = [None] * len(Ws)
+    for i in reversed(range(len(Ws))):
+        D = G if i == len(Ws) - 1 else G * (cache["A"][i] > 0)
+        grads[i] = np.outer(cache["Z"][i], D)                      # one example's z delta^T
+        G = D @ Ws[i].T
+    return grads
+"""], "grad W_i = Z_i^T @ D", ["the gradients for any upstream gradient",
+                                "the gradients of the loss"]),
+    "sgd_step": (["""
+    logits, cache = mlp_forward(X, Ws)
+    loss = softmax_loss(logits, y)
+    grads = mlp_backward(softmax_loss_grad(logits, y), Ws, cache)
+    return [W - 0.1 * g for W, g in zip(Ws, grads)], loss          # the visible test's lr
+"""], "the result['new_Ws'] is wrong", ["one step's loss and new weights"]),
+}
+WRONG_FOUR = {
+    "softmax_loss": ([None, """
+    S = softmax(U)
+    return float(np.mean(-np.log(S[np.arange(U.shape[0]), y])))   # log of a probability
+"""], "use the log-sum-exp form", VISIBLE),
+    "softmax_loss_grad": (["""
+    G = softmax(U)
+    G[np.arange(U.shape[0]), y] -= 1.0
+    return G                                                       # not divided by B
+"""], "half the gradient per row", VISIBLE),
+    "softmax_regression": (["""
+    U = X @ W
+    return softmax_loss(softmax(U), y), X.T @ softmax_loss_grad(softmax(U), y)   # probabilities
+"""], "softmax_regression should pass on the logits X @ W", VISIBLE),
+    "two_layer_forward": (["""
+    Z = X @ W1
+    H = np.maximum(Z, 0)
+    return Z @ W2, {"X": X, "Z": Z, "H": H}                        # Z, not H, into W2
+"""], "worked example: U should be [[3, 6]]", VISIBLE),
+    "two_layer_backward": (["""
+    X, Z = cache["X"], cache["Z"]
+    G_Z = (G_U @ W2.T) * (Z > 0)
+    return X.T @ G_Z, Z.T @ G_U                                    # Z before the ReLU, not H
+"""], "grad_W2 should be H^T G_U", VISIBLE),
+    "mlp_forward": (["""
+    Zs, As, Z = [], [], X
+    for i, W in enumerate(Ws):
+        A = Z @ W
+        As.append(A)
+        Z = A if i == len(Ws) - 1 else np.maximum(A, 0)
+        Zs.append(Z)                                               # each layer's output
+    return Z, {"Z": Zs, "A": As}
+"""], "cache['Z'][0] should be the input X", VISIBLE),
+    "mlp_backward": (["""
+    grads = [None] * len(Ws)
+    for i in range(len(Ws) - 1, 0, -1):
+        D = G if i == len(Ws) - 1 else G * (cache["A"][i] > 0)
+        grads[i] = cache["Z"][i].T @ D
+        G = D @ Ws[i].T
+    grads[0] = cache["Z"][0].T @ (G * (cache["A"][0] > 0))        # the first layer: a ReLU
+    return grads
+"""], "with 1 layer(s)", ["the gradients of the loss"]),
+}
+
 
 def _solution_with(wrong):
     """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
@@ -122,7 +223,8 @@ def _expected_losses(wrong):
     return points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
 
 
-@pytest.mark.parametrize("wrong", [WRONG_ONE, WRONG_TWO], ids=["one", "two"])
+@pytest.mark.parametrize("wrong", [WRONG_ONE, WRONG_TWO, WRONG_THREE, WRONG_FOUR],
+                         ids=["one", "two", "three", "four"])
 def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(wrong, tmp_path):
     lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(wrong), tmp_path)
     assert lost == _expected_losses(wrong)
@@ -131,11 +233,12 @@ def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(wrong,
             assert text in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
-def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG_ONE), tmp_path,
-                                               monkeypatch)
-    assert score == 100 - sum(_expected_losses(WRONG_ONE).values())
-    for fill_in, (_, phrase, failed) in WRONG_ONE.items():
+@pytest.mark.parametrize("wrong", [WRONG_ONE, WRONG_THREE], ids=["one", "three"])
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(wrong, tmp_path,
+                                                                        monkeypatch):
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(wrong), tmp_path, monkeypatch)
+    assert score == 100 - sum(_expected_losses(wrong).values())
+    for fill_in, (_, phrase, failed) in wrong.items():
         for text in named_in(failed, phrase):
             assert text in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 

@@ -1,13 +1,15 @@
 """Lab 2's checks catch the mistakes students make, and say which.
 
-Each wrong version below replaces one fill-in's answer in the solution notebook.  One notebook
-holds a wrong version of every fill-in: no check of one calls another's (``evaluate`` gets its
-order from a stand-in, the adjoints a graph the grader evaluated), so each costs its own test
-cell's points and nothing else.  Both grading paths grade it.  The hidden checks are also run
-directly on the two mistakes that once scored full marks: an ``evaluate`` that fills the
-placeholders in the order of ``parents`` instead of at ``parent_argnums``, and a cycle report
-that names a node only depending on the cycle; and on correct sorts whose report names whichever
-node of the cycle their sets give first, which pass on every seed.
+Each wrong version below replaces one fill-in's answer in the solution notebook.  Each of three
+notebooks holds a wrong version of every fill-in, so that every fill-in has three: no check of one
+calls another's (``evaluate`` gets its order from a stand-in, the adjoints a graph the grader
+evaluated), so each costs its own test cell's points and nothing else.  The pytest path grades all
+three notebooks, the nbgrader path the first two.  Among them is an ``evaluate`` that recurses into
+the parents instead of following toposort's order, which once scored full marks.  The hidden checks
+are also run directly on the two other mistakes that once scored full marks: an ``evaluate`` that
+fills the placeholders in the order of ``parents`` instead of at ``parent_argnums``, and a cycle
+report that names a node only depending on the cycle; and on correct sorts whose report names
+whichever node of the cycle their sets give first, which pass on every seed.
 """
 import re
 from collections import deque
@@ -108,7 +110,169 @@ quiz_value_e = 30.0
 quiz_grad_a = 5.0 * 3.0                           # the path through c only
 """, "ADD the two paths", ["quiz_grad_a"]),
 }
-LOST = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in WRONG.items()})
+TABLE_DATA_AS_INPUTS = """
+    inputs = {"x1": Node(3.0, name="x1"), "x2": Node(0.5, name="x2"),     # section 2's data
+              "w1": Node(w1, name="w1"), "w2": Node(w2, name="w2")}
+    x3 = Node(None, mini.multiply, (None, None), parents=[inputs["w1"], inputs["x1"]],
+              parent_argnums=[0, 1], name="x3")
+    x4 = Node(None, mini.multiply, (None, None), parents=[inputs["w2"], inputs["x2"]],
+              parent_argnums=[0, 1], name="x4")
+    x5 = Node(None, mini.add, (None, None), parents=[x3, x4], parent_argnums=[0, 1], name="x5")
+    x6 = Node(None, mini.exp, (None,), parents=[x5], parent_argnums=[0], name="x6")
+    x7 = Node(None, mini.add, (None, None), parents=[inputs["x1"], x6], parent_argnums=[0, 1],
+              name="x7")
+    return {**inputs, "x3": x3, "x4": x4, "x5": x5, "x6": x6, "x7": x7}
+"""
+WEIGHTS_INSIDE_THE_OPERATIONS = """
+    inputs = {key: Node(value, name=key) for key, value in
+              {"x1": x1, "x2": x2, "w1": w1, "w2": w2}.items()}
+    x3 = Node(None, mini.multiply, (w1, None), parents=[inputs["x1"]],   # w1 a number, not a node
+              parent_argnums=[1], name="x3")
+    x4 = Node(None, mini.multiply, (w2, None), parents=[inputs["x2"]], parent_argnums=[1],
+              name="x4")
+    x5 = Node(None, mini.add, (None, None), parents=[x3, x4], parent_argnums=[0, 1], name="x5")
+    x6 = Node(None, mini.exp, (None,), parents=[x5], parent_argnums=[0], name="x6")
+    x7 = Node(None, mini.add, (None, None), parents=[inputs["x1"], x6], parent_argnums=[0, 1],
+              name="x7")
+    return {**inputs, "x3": x3, "x4": x4, "x5": x5, "x6": x6, "x7": x7}
+"""
+EXP_DERIVATIVE_ITS_INPUT = """
+    v = {key: node.value for key, node in nodes.items()}
+    bar = {"x7": 1.0}
+    bar["x6"] = bar["x7"]
+    bar["x5"] = bar["x6"] * v["x5"]                # d exp(x5) / d x5 taken as x5
+    bar["x3"] = bar["x5"]
+    bar["x4"] = bar["x5"]
+    bar["w1"] = bar["x3"] * v["x1"]
+    bar["w2"] = bar["x4"] * v["x2"]
+    bar["x1"] = bar["x3"] * v["w1"] + bar["x7"]
+    bar["x2"] = bar["x4"] * v["w2"]
+    return {key: float(value) for key, value in bar.items()}
+"""
+THE_FIRST_POINTS_NUMBERS = """
+    e = np.exp(5.5)                                # x5 = 5.5 at the first point
+    return {"x7": 1.0, "x6": 1.0, "x5": e, "x3": e, "x4": e, "w1": 3.0 * e, "w2": 0.5 * e,
+            "x1": 1.0 + 1.5 * e, "x2": 2.0 * e}
+"""
+RECURSION_LIMIT_RAISED = """
+    import sys
+    sys.setrecursionlimit(3500)                    # enough for a chain of 3,000
+
+    order, done, visiting = [], set(), set()
+
+    def visit(node):
+        if node in done:
+            return
+        if node in visiting:
+            raise CycleError(f"the graph has a cycle through node {node.name}")
+        visiting.add(node)
+        for parent in node.parents:
+            visit(parent)
+        visiting.discard(node)
+        done.add(node)
+        order.append(node)
+
+    visit(end_node)
+    return order
+"""
+NO_CYCLE_CHECK = """
+    from collections import deque
+
+    nodes, stack = {end_node: None}, [end_node]
+    while stack:
+        for parent in stack.pop().parents:
+            if parent not in nodes:
+                nodes[parent] = None
+                stack.append(parent)
+    waiting = {node: len(node.parents) for node in nodes}
+    readers = {node: [] for node in nodes}
+    for node in nodes:
+        for parent in node.parents:
+            readers[parent].append(node)
+    queue = deque(node for node in nodes if waiting[node] == 0)
+    order = []
+    while queue:
+        node = queue.popleft()
+        order.append(node)
+        for reader in readers[node]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                queue.append(reader)
+    return order                                   # the nodes left over are dropped
+"""
+ONLY_NODES_WITHOUT_A_VALUE = """
+    for node in toposort(end_node):
+        if node.fun is None or node.value is not None:     # computed already
+            continue
+        args = list(node.args)
+        for position, parent in zip(node.parent_argnums, node.parents):
+            args[position] = parent.value
+        node.value = node.fun(*args, **node.kwargs)
+    return end_node.value
+"""
+NO_KEYWORD_ARGUMENTS = """
+    for node in toposort(end_node):
+        if node.fun is None:
+            continue
+        args = list(node.args)
+        for position, parent in zip(node.parent_argnums, node.parents):
+            args[position] = parent.value
+        node.value = node.fun(*args)                   # node.kwargs left out
+    return end_node.value
+"""
+RECURSIVE_EVALUATE = """
+    if end_node.fun is None:
+        return end_node.value
+    args = list(end_node.args)
+    for position, parent in zip(end_node.parent_argnums, end_node.parents):
+        args[position] = evaluate(parent)          # each parent again, along every path
+    end_node.value = end_node.fun(*args, **end_node.kwargs)
+    return end_node.value
+"""
+
+WRONG_TWO = {
+    "build_running_example": (TABLE_DATA_AS_INPUTS, "the running example's nodes",
+                              ["the running example's nodes, values and edges"]),
+    "running_example_adjoints": (EXP_DERIVATIVE_ITS_INPUT, "the adjoint of x5 should be",
+                                 VISIBLE),
+    "toposort": (RECURSION_LIMIT_RAISED, "raised RecursionError",
+                 ["sorts a chain too long for recursion"]),
+    "evaluate": (ONLY_NODES_WITHOUT_A_VALUE, "recompute every operation node", VISIBLE),
+    "quiz_graph": ("""
+quiz_nodes = 6
+quiz_edges = 7                                    # the arrow from b to f missed
+quiz_order = ["a", "b", "c", "d", "e", "f"]
+""", "the result['quiz_edges'] is wrong: expected 8, got 7", ["quiz_edges"]),
+    "quiz_values": ("""
+quiz_value_e = 30.0 + 3.0                         # f's value, e + b
+quiz_grad_a = 21.0
+""", "the result['quiz_value_e'] is wrong", ["quiz_value_e"]),
+}
+WRONG_THREE = {
+    "build_running_example": (WEIGHTS_INSIDE_THE_OPERATIONS, "the weights are nodes now",
+                              VISIBLE),
+    "running_example_adjoints": (THE_FIRST_POINTS_NUMBERS,
+                                 "read the values from the nodes instead of writing the numbers",
+                                 VISIBLE),
+    "toposort": (NO_CYCLE_CHECK, "toposort should raise CycleError on a graph with a cycle",
+                 VISIBLE),
+    "evaluate": (RECURSIVE_EVALUATE, "maximum recursion depth exceeded",
+                 ["evaluates a chain too long for recursion"]),
+    "quiz_graph": ("""
+quiz_nodes = 6
+quiz_edges = 8
+quiz_order = ["f", "e", "d", "c", "b", "a"]       # from the output back, as the adjoints go
+""", "should be 'once, after all of its parents', got str 'before its parent",
+                   ["quiz_order"]),
+    "quiz_values": ("""
+quiz_value_e = 30.0
+quiz_grad_a = (5.0 * 3.0) * (6.0 * 1.0)           # the two paths multiplied
+""", "ADD the two paths", ["quiz_grad_a"]),
+}
+
+
+def _lost(wrong):
+    return points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
 
 
 def _solution_with(wrong):
@@ -124,18 +288,21 @@ def _solution_with(wrong):
     return nb
 
 
-def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path):
-    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
-    assert lost == LOST
-    for fill_in, (_, phrase, failed) in WRONG.items():
+@pytest.mark.parametrize("wrong", [WRONG, WRONG_TWO, WRONG_THREE], ids=["one", "two", "three"])
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(wrong, tmp_path):
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(wrong), tmp_path)
+    assert lost == _lost(wrong)
+    for fill_in, (_, phrase, failed) in wrong.items():
         for text in named_in(failed, phrase):
             assert text in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
-def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
-    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(LOST.values())
-    for fill_in, (_, phrase, failed) in WRONG.items():
+@pytest.mark.parametrize("wrong", [WRONG, WRONG_TWO], ids=["one", "two"])
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(wrong, tmp_path,
+                                                                        monkeypatch):
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(wrong), tmp_path, monkeypatch)
+    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(_lost(wrong).values())
+    for fill_in, (_, phrase, failed) in wrong.items():
         for text in named_in(failed, phrase):
             assert text in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 

@@ -221,6 +221,14 @@ def check_softmax_loss_grad_large_logits(rng):
                            "logits: exp(1000) itself overflows to inf, and inf / inf is nan")
 
 
+def check_softmax_loss_grad_rows_far_apart(rng):
+    U, y = _rows_far_apart(rng)
+    return _loss_grad_case(U, y, f"softmax_loss_grad(U, y) with U of shape {U.shape} whose rows "
+                                 "lie 1000 apart (one row around 0, the next around 1000 or -1000, "
+                                 "...)", LOSS_GRAD_HINT + "; take S from softmax, and in softmax "
+                           + ONE_MAXIMUM_PER_ROW)
+
+
 # ---------------------------------------------------------------------------------------------
 # softmax_regression
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +370,10 @@ def check_mlp_backward_of_the_loss(rng):
     return _mlp_backward_case(rng, 1, 4, real_loss=True)
 
 
+def check_mlp_backward_of_the_loss_one_layer(rng):
+    return _mlp_backward_case(rng, 1, 1, real_loss=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # sgd_step
 # ---------------------------------------------------------------------------------------------
@@ -486,7 +498,8 @@ CHECKS = {
                                                           check_softmax_loss_rows_far_apart])},
     "softmax_loss_grad": {
         "the gradient of a batch": (3, [check_softmax_loss_grad]),
-        "no overflow for large logits": (2, [check_softmax_loss_grad_large_logits])},
+        "no overflow for large logits": (2, [check_softmax_loss_grad_large_logits,
+                                             check_softmax_loss_grad_rows_far_apart])},
     "softmax_regression": {
         "the gradient of a batch": (2, [check_softmax_regression]),
         "any batch size, one example included": (1, [check_softmax_regression_one_example])},
@@ -499,7 +512,8 @@ CHECKS = {
         "a network of one layer": (2, [check_mlp_forward_one_layer])},
     "mlp_backward": {
         "the gradients for any upstream gradient": (2, [check_mlp_backward]),
-        "the gradients of the loss": (1, [check_mlp_backward_of_the_loss])},
+        "the gradients of the loss": (1, [check_mlp_backward_of_the_loss,
+                                          check_mlp_backward_of_the_loss_one_layer])},
     "sgd_step": {
         "one step's loss and new weights": (2, [check_sgd_step_values]),
         "the weights it was given left as they were": (1, [check_sgd_step_leaves_the_weights]),

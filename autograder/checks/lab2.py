@@ -171,10 +171,17 @@ def check_toposort_one_path(rng):
                                    "one of them reads it twice, as x * x)")
 
 
-def check_toposort_long_chain(rng):
+def _long_chain(rng):
+    """A chain of 3,000 to 5,000 nodes, each adding 1 to the one before: deeper than Python's
+    recursion limit."""
     length = int(rng.integers(3000, 5000))
     steps = [(f"v{i:05d}", "add", [f"v{i - 1:05d}"], {1: 1.0}, {}) for i in range(1, length)]
-    return _toposort_case(([("v00000", np.asarray(1.0))], steps),
+    return ([("v00000", np.asarray(1.0))], steps), length
+
+
+def check_toposort_long_chain(rng):
+    program, length = _long_chain(rng)
+    return _toposort_case(program,
                           f"toposort(end) on a chain of {length} nodes (a recursive sort exceeds "
                           "Python's recursion limit here; the queue procedure is a loop)")
 
@@ -309,6 +316,13 @@ def check_evaluate_parents_out_of_argument_order(rng):
                                    "in which every node with two parents lists them last argument "
                                    f"first (end = subtract({last}, x1) has parents [x1, {last}] "
                                    "and parent_argnums [1, 0])", last_first=two_parents)
+
+
+def check_evaluate_long_chain(rng):
+    program, length = _long_chain(rng)
+    return _evaluate_case(program, f"evaluate(end) on a chain of {length} nodes (an evaluate that "
+                                   "recurses into the parents exceeds Python's recursion limit "
+                                   "here: go through toposort's order in a loop)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,7 +542,8 @@ CHECKS = {
         "evaluates a graph in order": (2, [check_evaluate_random_dag]),
         "recomputes every operation when the inputs change": (1, [check_evaluate_recomputes]),
         "puts each parent's value where parent_argnums says": (
-            1, [check_evaluate_parents_out_of_argument_order])},
+            1, [check_evaluate_parents_out_of_argument_order]),
+        "evaluates a chain too long for recursion": (1, [check_evaluate_long_chain])},
     "quiz_graph": {"quiz_nodes": (3, [check_quiz_nodes]), "quiz_edges": (3, [check_quiz_edges]),
                    "quiz_order": (4, [check_quiz_order])},
     "quiz_values": {"quiz_value_e": (1, [check_quiz_value_e]),
