@@ -1,14 +1,20 @@
 """Lab 3's checks catch the mistakes students make, and say which.
 
-Each wrong version below changes one fill-in's answer in the solution notebook. One notebook holds a
-wrong version of every fill-in: no check of one fill-in runs another's (each gets stand-ins:
-pre-traced graphs, tables of local derivatives, answers the grader computes), so each costs the
-share of its own test cell's points that the behaviours it gets wrong are worth (all of them when a
-visible test catches it) and nothing else, on both grading paths. Some of them only the hidden
-checks see (a reflected operator recording its operands the wrong way round, a VJP that leaves its
-gradient broadcast, one wrong JVP). The hidden checks are also run directly on the three mistakes
-that once scored full marks: a numerical_grad that never puts x[i] back, a make_vjp that traces fun
-again on every vjp(g), and a jacobian_reverse that traces once per row.
+Each wrong version below changes one fill-in's answer in the solution notebook. Three tables
+(WRONG, WRONG_TWO, WRONG_THREE) each make one notebook holding a wrong version of every fill-in,
+three different mistakes per fill-in in all: no check of one fill-in runs another's (each gets
+stand-ins: pre-traced graphs, tables of local derivatives, answers the grader computes), so each
+costs the share of its own test cell's points that the behaviours it gets wrong are worth (all of
+them when a visible test catches it) and nothing else, on the pytest path (all three tables) and
+the nbgrader path (WRONG and WRONG_TWO). Some of them only the hidden checks see (a reflected
+operator recording its operands the wrong way round, a - b recorded as a + (-b), VJPs of add and
+broadcast_to that leave their gradient broadcast, a log_softmax VJP without axis's default, a
+recursive topological sort, a vjp that scales one gradient by g, a grad that keeps its first
+trace, a jacobian_forward or jvp that fails on a number or a constant, one wrong JVP). The hidden
+checks are also run directly on the four mistakes that once scored full marks: a numerical_grad
+that never puts x[i] back, a make_vjp that traces fun again on every vjp(g), a jacobian_reverse
+that traces once per row, and a grad that traces fun at the first x only and reuses that trace at
+every other x (WRONG_THREE's).
 """
 
 import nbformat
@@ -17,6 +23,7 @@ import pytest
 
 from autograder import probes, runner
 from autograder.checks import answer, case_for, checks_of, lab3
+from autograder.checks.lab3 import reverse
 from autograder.runner import source_notebook
 
 from wrong_work import (VISIBLE, graded_on_the_nbgrader_path, graded_on_the_pytest_path,
@@ -62,6 +69,108 @@ WRONG = {
                      "the result['jvps[mini.divide][1](t, ans,", ["the JVPs of the primitives"]),
 }
 
+# Three more tables, each with one more wrong version of every fill-in: a mistake the tables
+# before it do not make, and where the fill-in has several behaviours, one that breaks others.
+WRONG_TWO = {
+    "tracer": ([("    def __sub__(self, other):\n        return mini.subtract(self, other)",
+                 "    def __sub__(self, other):\n        return mini.add(self, -other)")],
+               "the result['graph'] should be a dict with keys",      # a - b as a + (-b)
+               ["every operator", "reflected operators (2.0 - x, 1.0 / x)"]),
+    "add_outgrads": ([("    if prev_g is None:\n        return g",
+                       "    if prev_g is None:\n        return 0.0")],        # nothing yet: 0
+                     "nothing has arrived yet, so the total is g", VISIBLE),
+    "unbroadcast": ([("    for axis, length in enumerate(shape):\n"     # one axis of length 1
+                      "        if length == 1 and g.shape[axis] != 1:\n"
+                      "            g = g.sum(axis=axis, keepdims=True)\n",
+                      "    if 1 in shape:\n"
+                      "        axis = shape.index(1)\n"
+                      "        g = g.sum(axis=axis, keepdims=True)\n")],
+                    "'unbroadcast(g of shape (3, 4), (1, 1))'] has shape (1, 4), expected shape "
+                    "(1, 1)", ["every broadcast undone"]),
+    "elementwise_vjps": ([("vjps[mini.add] = {0: lambda g, ans, x, y: _like_x(g, x), "
+                           "1: lambda g, ans, x, y: _like_x(g, y)}",
+                           "vjps[mini.add] = {0: lambda g, ans, x, y: g, "
+                           "1: lambda g, ans, x, y: g}")],                 # not unbroadcast
+                         "an array of shape (2, 1), an array of shape (2,)) with g of shape "
+                         "(2, 2)'] has shape (2, 2)", ["the VJPs of mini.add"]),
+    "shape_vjps": ([("vjps[broadcast_to] = {0: lambda g, ans, x, shape: "
+                     "unbroadcast(g, np.shape(x))}",
+                     "vjps[broadcast_to] = {0: lambda g, ans, x, shape: g}")],
+                   "vjps[broadcast_to][0](g, ans, an array of shape (2, 1), (2, 2)) with g of "
+                   "shape (2, 2)'] has shape (2, 2), expected shape (2, 1)",
+                   ["the VJPs of mini.broadcast_to"]),
+    "log_softmax_vjp": ([("def log_softmax_vjp(g, ans, x, axis=-1):",
+                          "def log_softmax_vjp(g, ans, x, axis):")],        # no default axis
+                        "missing 1 required positional argument: 'axis'",
+                        ["the VJP of mini.log_softmax"]),
+    "backward_pass": ([("    for node in reversed(toposort(end_node)):",   # a recursive sort
+                        "    order, seen = [], set()\n\n"
+                        "    def visit(node):\n"
+                        "        if node not in seen:\n"
+                        "            seen.add(node)\n"
+                        "            for parent in node.parents:\n"
+                        "                visit(parent)\n"
+                        "            order.append(node)\n"
+                        "    visit(end_node)\n"
+                        "    for node in reversed(order):")],
+                      "raised RecursionError", ["a chain too long for recursion"]),
+    "make_vjp": ([("        return backward_pass(g, end)[start]",          # g times the gradient
+                   "        return g * backward_pass(np.ones_like(end.value), end)[start]")],
+                 "then vjp(g1), vjp(g2) and vjp(g3), different g of shape (3, 3) on the same "
+                 "trace raised", ["a function of a matrix, vjp called again"]),
+    "grad": ([("        vjp, _ = make_vjp(fun, x)\n        return vjp(1.0)",
+               "        vjp, value = make_vjp(fun, x)\n        return vjp(value)")],
+             "grad(f)(3.0) should be", VISIBLE),
+    "numerical_grad": ([("    x = np.array(x, dtype=np.float64)", "    x = np.array(x)")],
+                       "inaccurate on a float32 x", VISIBLE),               # x's own dtype
+    "forward_mode": ([("        columns.append(np.ravel(jvp(fun, x, direction)[1]))",
+                       "        columns.append(jvp(fun, x, direction)[1])")],   # not raveled
+                     "for the wide f(x) = sum(tanh(x * w)), x of shape (5,), one output raised "
+                     "AxisError", ["jacobian_forward"]),
+}
+
+WRONG_THREE = {
+    "tracer": ([("    def __rmul__(self, other):\n        return mini.multiply(other, self)",
+                 "    def __rmul__(self, other):\n        return mini.multiply(self, other)")],
+               "Hint: __rmul__ receives the left operand", VISIBLE),
+    "add_outgrads": ([("    return prev_g + g", "    return g")],            # the last share wins
+                     "x1's two shares", VISIBLE),
+    "unbroadcast": ([("g = g.sum(axis=axis, keepdims=True)", "g = g.sum(axis=axis)")],
+                    "the result must have the argument's shape", VISIBLE),
+    "elementwise_vjps": ([("1: lambda g, ans, x, y: _like_x(-g * ans / y, y)}",
+                           "1: lambda g, ans, x, y: _like_x(-g * ans / y, x)}")],  # x's shape
+                         "vjps[mini.divide][1](g, ans, an array of shape (4, 1), an array of "
+                         "shape (3,)) with g of shape (4, 3)'] has shape (4, 1), expected shape "
+                         "(3,)", ["the VJPs of mini.divide"]),
+    "shape_vjps": ([("    return np.transpose(g, np.argsort(axes))",
+                     "    return np.transpose(g, axes)")],          # not the inverse permutation
+                   "vjps[transpose][0](g, ans, (2, 3, 4), axes=(2, 0, 1))", VISIBLE),
+    "log_softmax_vjp": ([("    softmax = np.exp(ans)", "    softmax = np.exp(x)")],
+                        "the VJP of log_softmax at x = (0, 0) with g = (1, 0)", VISIBLE),
+    "backward_pass": ([("vjps[node.fun][argnum](node_g, node.value, *node.args, **node.kwargs)",
+                        "vjps[node.fun][argnum](node_g, node.value, *node.args)")],
+                      "call each VJP with the node's keyword arguments too", VISIBLE),
+    "make_vjp": ([("    return vjp, end.value", "    return vjp, end")],
+                 "make_vjp should return the plain value", VISIBLE),
+    "grad": ([("    def gradfun(x):\n        vjp, _ = make_vjp(fun, x)\n        return vjp(1.0)",
+               "    traced = []                 # make_vjp traces once: keep its vjp\n\n"
+               "    def gradfun(x):\n"
+               "        if not traced:\n"
+               "            traced.append(make_vjp(fun, x)[0])\n"
+               "        return traced[0](1.0)")],
+             "the result['gradfun(x2)'] is wrong", ["functions of vectors and matrices"]),
+    "numerical_grad": ([("        x[i] = original - h\n        f_minus = float(f(x))\n"
+                         "        x[i] = original\n"
+                         "        gradient[i] = (f_plus - f_minus) / (2 * h)",
+                         "        x[i] = original\n"
+                         "        gradient[i] = (f_plus - float(f(x))) / h")],   # one-sided
+                       "the one-sided difference (f(x + h) - f(x)) / h would give 12.61", VISIBLE),
+    "forward_mode": ([("    if not isinstance(end, Dual):\n"
+                       "        return end, np.zeros(np.shape(end))\n", "")],  # no constant case
+                     "raised AttributeError: 'numpy.ndarray' object has no attribute 'value'",
+                     ["jvp of a function that ignores its input"]),
+}
+
 RETRACING_JACOBIAN = ("""    vjp, value = make_vjp(fun, np.asarray(x, dtype=float))
     m = np.size(value)
     rows = []
@@ -84,29 +193,38 @@ def _solution_with(wrong):
     return nb
 
 
-def _assert_named(fill_in, message):
-    """The message of ``fill_in``'s test cell says what WRONG expects it to."""
-    _, phrases, failed = WRONG[fill_in]
+TABLES = {"WRONG": WRONG, "WRONG_TWO": WRONG_TWO, "WRONG_THREE": WRONG_THREE}
+
+
+def _assert_named(wrong, fill_in, message):
+    """The message of ``fill_in``'s test cell says what the table ``wrong`` expects it to."""
+    _, phrases, failed = wrong[fill_in]
     for phrase in [phrases] if isinstance(phrases, str) else phrases:
         for text in named_in(failed, phrase):
             assert text in message, (fill_in, message)
 
 
-LOST = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in WRONG.items()})
+def _lost(wrong):
+    return points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
 
 
-def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path):
-    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
-    assert lost == LOST
-    for fill_in in WRONG:
-        _assert_named(fill_in, outputs[f"test_{fill_in}"])
+@pytest.mark.parametrize("table", list(TABLES))
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path, table):
+    wrong = TABLES[table]
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(wrong), tmp_path)
+    assert lost == _lost(wrong)
+    for fill_in in wrong:
+        _assert_named(wrong, fill_in, outputs[f"test_{fill_in}"])
 
 
-def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
-    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(LOST.values())
-    for fill_in in WRONG:
-        _assert_named(fill_in, shown[f"test_{fill_in}"])
+@pytest.mark.parametrize("table", ["WRONG", "WRONG_TWO"])
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch,
+                                                                         table):
+    wrong = TABLES[table]
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(wrong), tmp_path, monkeypatch)
+    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(_lost(wrong).values())
+    for fill_in in wrong:
+        _assert_named(wrong, fill_in, shown[f"test_{fill_in}"])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -133,6 +251,15 @@ def test_the_hidden_checks_catch_a_jacobian_reverse_that_traces_once_per_row(see
         with pytest.raises(AssertionError, match=r"the result\['fun ran'\] should be 'once', got "
                                                  r"str '\d+ times'"):
             verdict(LAB, "forward_mode", check, namespace, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_hidden_checks_catch_a_grad_that_keeps_its_first_trace(seed):
+    namespace = namespace_through(LAB, "grad", WRONG_THREE["grad"][0])
+    with pytest.raises(AssertionError, match=r"the result\['gradfun\(x2\)'\] is wrong"):
+        verdict(LAB, "grad", reverse.check_grad_at_two_points, namespace, seed)
+    verdict(LAB, "grad", reverse.check_grad_at_two_points, namespace_through(LAB, "grad", []),
+            seed)
 
 
 def test_a_wrong_jvp_and_a_wrong_dual_are_told_apart():

@@ -338,6 +338,26 @@ def grad_result(student, grader, steps, x, value):
 
 
 @probe
+def grad_results(student, grader, steps, xs, values):
+    """The student's gradfun = grad(fun), called at each x of ``xs`` in turn, with a make_vjp
+    that answers at each of them (its vjp(g) the grader's, ``"vjp at x<number>"``)."""
+    fun = program_function(steps)
+
+    def make_vjp(fun_given, x_given):
+        if fun_given is not fun:
+            raise ValueError("make_vjp should be given the function itself: make_vjp(fun, x)")
+        for number, (x, value) in enumerate(zip(xs, values), start=1):
+            if _same_value(x_given, x):
+                return (lambda g: grader.stand_in(f"vjp at x{number}", g)), value
+        raise ValueError("make_vjp should be given the x the gradient is asked at")
+
+    with student.using(make_vjp=make_vjp):
+        gradfun = student.grad(fun)
+        return {f"gradfun(x{number})": plain(gradfun(x), f"gradfun(x{number})")
+                for number, x in enumerate(xs, start=1)}
+
+
+@probe
 def jacobian_reverse_result(student, grader, steps, x, value):
     """The student's jacobian_reverse(fun, x), with a make_vjp whose vjp(g) the grader
     answers; how often fun ran counts each trace by make_vjp."""

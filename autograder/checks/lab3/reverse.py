@@ -307,6 +307,25 @@ def check_grad_network(rng):
                       0.5 * rng.standard_normal((d, h)))
 
 
+def check_grad_at_two_points(rng):
+    m, n = _dims(rng, 2, high=6)
+    A, c = rng.standard_normal((m, n)), rng.standard_normal(m)
+    steps = [("u", "matmul", ["x"], {0: A}, {}), ("h", "tanh", ["u"], {}, {}),
+             ("p", "multiply", ["h"], {1: c}, {}), ("f", "sum", ["p"], {}, {})]
+    fun = program_function(steps)
+    xs = [rng.standard_normal(n), rng.standard_normal(n)]
+    return Case(what=f"gradfun = grad(f) for f(x) = sum(tanh(A @ x) * c) with x of shape ({n},), "
+                     "then gradfun(x1) and gradfun(x2) at two different points",
+                probe="grad_results",
+                inputs={"steps": steps, "xs": xs, "values": [fun(x) for x in xs]},
+                expected=lambda: {f"gradfun(x{i})": mini.grad(fun)(x)
+                                  for i, x in enumerate(xs, start=1)},
+                stand_ins={f"vjp at x{i}": _vjp_of(steps, x) for i, x in enumerate(xs, start=1)},
+                hint=GRAD_HINT + " The function grad returns is called at many points (each "
+                                 "step of gradient descent): trace fun anew at each x it is "
+                                 "given, not once for all of them.")
+
+
 CHECKS = {
     "backward_pass": {
         "the running example": (1, [check_running_example]),
@@ -319,5 +338,6 @@ CHECKS = {
                  "a function of a matrix, vjp called again": (2, [check_make_vjp_matrix]),
                  "a function that ignores its input": (1, [check_make_vjp_constant])},
     "grad": {"a function of a number": (1, [check_grad_running_example]),
-             "functions of vectors and matrices": (1, [check_grad_vector, check_grad_network])},
+             "functions of vectors and matrices": (1, [check_grad_vector, check_grad_network,
+                                                       check_grad_at_two_points])},
 }
