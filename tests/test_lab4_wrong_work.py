@@ -1,13 +1,14 @@
 """Lab 4's checks catch the mistakes students make, and say which.
 
-Each wrong version below changes one fill-in's answer in the solution notebook. One notebook holds a
-wrong version of every fill-in: no check of one fill-in runs another's (the hidden checks get graphs
-described as data, gradient values and orders the grader computes; the visible tests run graphs with
-the student's session_run only once its own tests passed), so each costs the share of its own test
-cell's points that the behaviours it gets wrong are worth (all of them when a visible test catches
-it) and nothing else, on both grading paths. The hidden checks are also run directly on mistakes the
-visible tests may not see, the first of them one that once scored full marks: a session_run that
-stores its values on the nodes.
+Each wrong version below changes one fill-in's answer in the solution notebook; each fill-in has
+three, one in each table (WRONG, WRONG_TWO, WRONG_THREE). One notebook holds the wrong versions of
+one table, one per fill-in: no check of one fill-in runs another's (the hidden checks get graphs
+described as data, gradient values and orders the grader computes; the visible tests run graphs
+with the student's session_run only once its own tests passed), so each costs the share of its own
+test cell's points that the behaviours it gets wrong are worth (all of them when a visible test
+catches it) and nothing else: every table on the pytest path, WRONG and WRONG_TWO on the nbgrader
+path too. The hidden checks are also run directly on mistakes the visible tests may not see, the
+first of them one that once scored full marks: a session_run that stores its values on the nodes.
 """
 
 import nbformat
@@ -49,6 +50,93 @@ WRONG = {
               "placed on 'numpy' by hand and must stay there", VISIBLE),
 }
 
+# WRONG_TWO: a recursive walk; the VJPs called without the node's keyword arguments; the gradient
+# values scaled in place (grad *= learning_rate); the padding's word vectors masked instead of its
+# scores (the biases still reach the average); the stateful rule forgotten in folding; a signature
+# without the device; placement by the node's name instead of its primitive's
+WRONG_TWO = {
+    "session_run": ([("    for fetch in nodes:\n        for node in toposort(fetch):\n"
+                      "            if node in values:\n                continue\n",
+                      "    def evaluate(node):\n        for parent in node.parents:\n"
+                      "            if parent not in values:\n                evaluate(parent)\n"
+                      "        if True:\n"),
+                     ("    results = [values[node] for node in nodes]",
+                      "    for fetch in nodes:\n        if fetch not in values:\n"
+                      "            evaluate(fetch)\n"
+                      "    results = [values[node] for node in nodes]")],
+                    "raised RecursionError", ["a chain too long for recursion"]),
+    "gradients": ([("(g, node, *node.args, **node.kwargs)", "(g, node, *node.args)")],
+                  "VJPs that depend on the keyword arguments",
+                  ["the gradients of a graph, contributions added up",
+                   "the classifier's gradients"]),
+    "sgd_update": ([("            variable.assign(variable.value - learning_rate * grad)",
+                     "            grad *= learning_rate\n"
+                     "            variable.assign(variable.value - grad)")],
+                   "left the gradient values it was handed as they were",
+                   ["new arrays: the ones read before are left as they were"]),
+    "classifier": ([("vectors = mini.take(params[\"embedding\"], ids, axis=0)",
+                     "vectors = mini.take(params[\"embedding\"], ids, axis=0) * mask[:, :, None]"),
+                    ("return mini.sum(scores * weights, axis=1)",
+                     "return mini.sum(scores, axis=1)")],
+                   "biases not zero", ["the logits of a batch",
+                                       "training: minimize, and the training step built"]),
+    "fold_constants": ([('foldable = node.fun is not None and not getattr(node.fun, "stateful", '
+                         'False)', "foldable = node.fun is not None")],
+                       "calls of the stateful primitive while fold_constants ran",
+                       ["stateful operations never folded"]),
+    "eliminate_common_subexpressions": ([("return node.fun, args, kwargs, node.device",
+                                          "return node.fun, args, kwargs")],
+                                        "tanh(x) on no device, tanh(x) on 'numpy'",
+                                        ["signature: equal exactly for the same computation"]),
+    "place": ([("devices.get(node.fun.__name__, default)", "devices.get(node.name, default)")],
+              "the result['place(...) returns']", ["placement by rule"]),
+}
+
+# WRONG_THREE: a node computed again for every fetch that needs it; zeros shaped like the loss
+# for a variable it does not read; the update's lambdas bound late (every one steps the last
+# Variable); the training graph's logits built on the initial arrays instead of the Variables; a
+# recursive prune; optimize merging the original fetches instead of the folded ones; Operations
+# left without a device not counted under None
+WRONG_THREE = {
+    "session_run": ([("            if node in values:\n                continue\n", "")],
+                    "computed the shared node", VISIBLE),
+    "gradients": ([("else mini.zeros_like(v) for v in variables]",
+                    "else mini.zeros_like(loss) for v in variables]")],
+                  "the result['gradient with respect to unused']",
+                  ["zeros for a Variable the loss does not read"]),
+    "sgd_update": ([("    def apply_step(*grad_values):\n"
+                     "        for variable, grad in zip(variables, grad_values):\n"
+                     "            variable.assign(variable.value - learning_rate * grad)\n",
+                     "    steps = [lambda grad: variable.assign(variable.value - "
+                     "learning_rate * grad)\n             for variable in variables]\n\n"
+                     "    def apply_step(*grad_values):\n"
+                     "        for step, grad in zip(steps, grad_values):\n"
+                     "            step(grad)\n")],
+                   "after one step with the worked example's gradients", VISIBLE),
+    "classifier": ([("logits = classifier_logits(params, ids, mask)",
+                     "logits = classifier_logits(initial_params, ids, mask)")],
+                   "build_training_step(initial_params",
+                   ["training: minimize, and the training step built"]),
+    "fold_constants": ([("    order, seen = [], set()\n    for fetch in fetches:\n"
+                         "        for node in toposort(fetch):\n            if node not in seen:\n"
+                         "                seen.add(node)\n                order.append(node)\n",
+                         "    order, seen = [], set()\n\n    def visit(node):\n"
+                         "        if node in seen:\n            return\n        seen.add(node)\n"
+                         "        for parent in node.parents:\n            visit(parent)\n"
+                         "        order.append(node)\n\n    for fetch in fetches:\n"
+                         "        visit(fetch)\n")],
+                       "raised RecursionError", ["prune: only what the fetches need"]),
+    "eliminate_common_subexpressions": ([("merged = eliminate_common_subexpressions(folded)",
+                                          "merged = eliminate_common_subexpressions(fetches)")],
+                                        "the result['counts']['merged'] is wrong",
+                                        ["optimize: pruned, folded and merged"]),
+    "place": ([("        counts[node.device] = counts.get(node.device, 0) + 1",
+                "        if node.device is not None:\n"
+                "            counts[node.device] = counts.get(node.device, 0) + 1")],
+              "the result['place(...) returns']",
+              ["operations placed by hand keep their device"]),
+}
+
 
 def _solution_with(wrong):
     """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
@@ -61,21 +149,35 @@ def _solution_with(wrong):
     return nb
 
 
-LOST = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in WRONG.items()})
+TABLES = {"WRONG": WRONG, "WRONG_TWO": WRONG_TWO, "WRONG_THREE": WRONG_THREE}
 
 
-def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(tmp_path):
-    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(WRONG), tmp_path)
-    assert lost == LOST
-    for fill_in, (_, phrase, failed) in WRONG.items():
+def _lost(wrong):
+    """``{test cell id: points}`` the notebook with the mistakes of ``wrong`` should lose."""
+    return points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
+
+
+LOST = _lost(WRONG)
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_each_mistake_costs_its_behaviours_share_with_a_message_naming_it(table, tmp_path):
+    wrong = TABLES[table]
+    lost, outputs = graded_on_the_pytest_path(LAB, _solution_with(wrong), tmp_path)
+    assert lost == _lost(wrong)
+    for fill_in, (_, phrase, failed) in wrong.items():
         for text in named_in(failed, phrase):
             assert text in outputs[f"test_{fill_in}"], (fill_in, outputs[f"test_{fill_in}"])
 
 
-def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(tmp_path, monkeypatch):
-    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(WRONG), tmp_path, monkeypatch)
-    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(LOST.values())
-    for fill_in, (_, phrase, failed) in WRONG.items():
+@pytest.mark.parametrize("table", ["WRONG", "WRONG_TWO"])
+def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(table, tmp_path,
+                                                                        monkeypatch):
+    wrong = TABLES[table]
+    score, shown = graded_on_the_nbgrader_path(LAB, _solution_with(wrong), tmp_path, monkeypatch)
+    assert score == sum(points for _, points in runner.test_cells(LAB)) - sum(
+        _lost(wrong).values())
+    for fill_in, (_, phrase, failed) in wrong.items():
         for text in named_in(failed, phrase):
             assert text in shown[f"test_{fill_in}"], (fill_in, shown[f"test_{fill_in}"])
 

@@ -327,7 +327,8 @@ def gradients_built(student, grader, graph, loss, wrt):
 def sgd_steps(student, grader, graph, variables, grads, learning_rate, steps):
     """The student's update node on the described graph, its forward called once per step with
     the gradient values the grader computes for the Variables' values then (what a Session
-    would hand it); the Variables after each step."""
+    would hand it); the Variables after each step, and whether it left the arrays it read (the
+    Variables' old ones, the gradient values) as they were."""
     nodes = build(graph)
     held = [node for node in nodes if isinstance(node, fw.Variable)]
     before = [(node.value, node.value.copy()) for node in held]
@@ -343,10 +344,13 @@ def sgd_steps(student, grader, graph, variables, grads, learning_rate, steps):
         values = grader.stand_in("gradients", step, [_plain(node.value) for node in held])
         given = {id(nodes[i]): value for i, value in zip(grads, values)}
         arrays = [(node.value, node.value.copy()) for node in held]
+        handed = [(value, np.copy(value)) for value in given.values()]
         update.forward(*_arguments(update, given))
         kept_old = all(np.array_equal(value, copy) for value, copy in arrays)
         after.append({"Variables": [_plain(np.array(node.value)) for node in held],
-                      "old arrays kept": kept_old})
+                      "old arrays kept": kept_old,
+                      "gradient values kept": all(np.array_equal(value, copy)
+                                                  for value, copy in handed)})
     return {"building changed no Variable": kept, "steps": after}
 
 

@@ -97,6 +97,10 @@ def _reference_logits(model, at, params):
 
 def classifier_logits_check(rng):
     model, params, batches, sizes = _model(rng)
+    # biases that are not zero (init's are): a padding position's scores, relu(b) @ W + b, are
+    # not zero then, and an average that lets them in is seen
+    params = {**params, **{name: rng.standard_normal(np.shape(params[name]))
+                           for name in ("hidden.b", "output.b")}}
     entries, at = _inputs_described(params)
     ids, mask, _ = batches[0]
 
@@ -107,8 +111,8 @@ def classifier_logits_check(rng):
 
     return _classifier_case(
         f"classifier_logits on three random batches, as a graph of Variables and Placeholders "
-        f"run by mini's Session and on plain arrays ({sizes}; padding positions hold word ids "
-        "too, which must not count)", entries, at, params,
+        f"run by mini's Session and on plain arrays ({sizes}, biases not zero; padding "
+        "positions hold word ids too, which must not count)", entries, at, params,
         {"what": "logits", "arrays": {"params": params, "ids": ids, "mask": mask}}, outcome,
         _reference_logits(model, at, params), on_arrays=lambda: model.logits(params, ids, mask))
 

@@ -8,7 +8,8 @@ copy of the forward graph and run by mini's Session, against mini's gradients on
 a stand-in that is data), and no Session runs the update node, which calls a primitive the
 student made: the student half calls its forward once per step with the gradient values a
 Session would hand it, computed here for the Variables' values at that step (a stand-in the
-grader answers), and reports the Variables after each step.
+grader answers), and reports the Variables after each step, and whether the arrays the update
+read (the Variables' old ones, the gradient values) were left as they were.
 """
 import numpy as np
 
@@ -73,15 +74,36 @@ def _random_gradients_check(n_steps):
         nodes = program_nodes(program, kinds, fw.Graph())
         end, middle = nodes[fetches[0]], nodes[fetches[1]]
         nodes["loss"] = mini.sum(end) + 0.5 * mini.sum(middle * middle)
+        read = {id(node) for node in fw.prune([nodes["loss"]])}
+        wrt = [name for name in kinds if id(nodes[name]) in read]
         entries, at = description_of(list(nodes.values()), nodes)
         feed = {at[name]: value for name, value in placeholder_values(program, kinds).items()}
         return _gradients_case(
-            f"gradients(loss, [every input]) for loss = sum({fetches[0]}) + 0.5 * "
+            f"gradients(loss, [every input the loss reads]) for loss = sum({fetches[0]}) + 0.5 * "
             f"sum({fetches[1]}^2) on the random graph below (broadcasting, fan-out, numbers "
             f"written into operations, keyword arguments){listing(program, kinds)}\n", entries,
-            at["loss"], [at[name] for name in kinds], feed)
+            at["loss"], [at[name] for name in wrt], feed)
     check.__name__ = f"gradients_random_graph_{n_steps}_check"
     return check
+
+
+def gradients_keyword_arguments_check(rng):
+    k = int(rng.integers(2, 5))
+    m = k + int(rng.integers(1, 3))
+    n = inputs(fw.Graph(), X=("Placeholder", (None, k)), w=("Variable", rng.standard_normal(k)))
+    scaled = n["X"] * n["w"]
+    rows = mini.sum(mini.tanh(scaled), axis=1)
+    columns = mini.mean(mini.log_softmax(scaled, axis=0), axis=-1, keepdims=True)
+    n["loss"] = mini.sum(rows * rows) + mini.sum(columns * n["X"])
+    entries, at = description_of([n["loss"]], n)
+    return _gradients_case(
+        f"gradients(loss, [w, X]) for loss = sum(r * r) + sum(c * X), r = sum(tanh(X * w), "
+        f"axis=1), c = mean(log_softmax(X * w, axis=0), axis=-1, keepdims=True), X of shape "
+        f"({m}, {k}) fed: VJPs that depend on the keyword arguments", entries, at["loss"],
+        [at["w"], at["X"]], {at["X"]: rng.standard_normal((m, k))},
+        hint="a VJP needs the node's keyword arguments (the axis a sum reduced, whether it kept "
+             "it): call mini.vjp_of(node.fun, argnum)(g, node, *node.args, **node.kwargs). "
+             + GRADIENTS_HINT)
 
 
 def gradients_unreached_check(rng):
@@ -141,11 +163,13 @@ SGD_HINT = ("Return ONE node: write a Python function of the gradient values tha
             "every run.")
 
 
-def _sgd_case(what, n, variables, lr, feeds, hint=SGD_HINT):
+def _sgd_case(what, n, variables, lr, feeds, hint=SGD_HINT, gradients_read=False):
     """Case: ``len(feeds)`` steps of the update ``sgd_update(variables, gradients(loss,
     variables), lr)`` (``n``: the graph's nodes by name, with "loss"; ``feeds``: per step,
     {Placeholder name: value}), against mini's GradientDescentOptimizer run by mini's Session.
-    The gradient nodes are mini's; each step's gradient values are computed here."""
+    The gradient nodes are mini's; each step's gradient values are computed here. With
+    ``gradients_read``, the gradient values the update was handed must be left as they were too
+    (a Session hands them on to every node that reads them, and to the caller)."""
     grads = fw.gradients(n["loss"], [n[name] for name in variables])
     named = {**n, **{f"gradient_{name}": g for name, g in zip(variables, grads)}}
     entries, at = description_of([n["loss"], *grads], named)
@@ -167,18 +191,22 @@ def _sgd_case(what, n, variables, lr, feeds, hint=SGD_HINT):
         steps = []
         for feed in feeds:
             run(graph, update, {nodes[at[name]]: value for name, value in feed.items()})
-            steps.append({"Variables": [nodes[i].value for i in held], "old arrays kept": True})
-        return _report(names, {"building changed no Variable": True, "steps": steps})
+            steps.append({"Variables": [nodes[i].value for i in held], "old arrays kept": True,
+                          "gradient values kept": True})
+        return _report(names, {"building changed no Variable": True, "steps": steps},
+                       gradients_read)
 
     return Case(what=what, probe="sgd_steps",
                 inputs={"graph": entries, "variables": [at[name] for name in variables],
                         "grads": at_grad, "learning_rate": lr, "steps": len(feeds)},
-                expected=expected, interpret=lambda observed: _report(names, observed),
+                expected=expected,
+                interpret=lambda observed: _report(names, observed, gradients_read),
                 stand_ins={"gradients": gradient_values}, rtol=1e-9, atol=1e-12, hint=hint)
 
 
-def _report(names, observed):
-    """What the steps did, in words: ``observed`` as the student half reports it."""
+def _report(names, observed, gradients_read=False):
+    """What the steps did, in words: ``observed`` as the student half reports it (and whether
+    each step left the gradient values it was handed as they were, with ``gradients_read``)."""
     report = {"building the update node left every Variable as it was":
               observed["building changed no Variable"]}
     for step, after in enumerate(observed["steps"], start=1):
@@ -186,6 +214,9 @@ def _report(names, observed):
                        for name, value in zip(names, after["Variables"], strict=True)})
         report[f"step {step} left the Variables' old arrays as they were"] = \
             after["old arrays kept"]
+        if gradients_read:
+            report[f"step {step} left the gradient values it was handed as they were"] = \
+                after["gradient values kept"]
     return report
 
 
@@ -238,13 +269,15 @@ def sgd_not_in_place_check(rng):
     lr = float(rng.choice([0.05, 0.1, 0.2]))
     return _sgd_case(f"two runs of update = sgd_update([w, b], gradients(loss, [w, b]), {lr}), "
                      f"loss = mean((X @ w + b - t)^2), w of shape ({shape[1]},): the arrays w and "
-                     "b held before a run must be left as they were", n, ["w", "b"], lr,
-                     feeds[:2],
+                     "b held before a run, and the gradient values handed to it, must be left as "
+                     "they were", n, ["w", "b"], lr, feeds[:2],
                      hint="give each Variable a NEW array with variable.assign(variable.value - "
                           "learning_rate * grad); `variable.value -= ...` changes the old array in "
                           "place, and with it every value already computed from it in this run "
-                          "(a fetched w, say). Building the node must not change any value. "
-                          + SGD_HINT)
+                          "(a fetched w, say); `grad *= learning_rate` changes the gradient "
+                          "value the Session computed, which it also hands to every other reader "
+                          "and to the caller. Building the node must not change any value. "
+                          + SGD_HINT, gradients_read=True)
 
 
 def sgd_training_check(rng):
@@ -265,7 +298,7 @@ CHECKS = {
     "gradients": {
         "the gradients of a graph, contributions added up": (
             2, [gradients_running_example_check, _random_gradients_check(6),
-                _random_gradients_check(14)]),
+                _random_gradients_check(14), gradients_keyword_arguments_check]),
         "zeros for a Variable the loss does not read": (1, [gradients_unreached_check]),
         "the classifier's gradients": (1, [gradients_classifier_check])},
     "sgd_update": {

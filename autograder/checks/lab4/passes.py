@@ -128,6 +128,28 @@ def fold_prune_check(rng):
                      "and no other node")
 
 
+def fold_prune_long_chain_check(rng):
+    length = 1500
+    n = inputs(fw.Graph(), x=("Placeholder", ()), c=("Constant", float(rng.standard_normal())))
+    v = n["x"]
+    for i in range(length):
+        v = mini.tanh(v) * float(rng.uniform(0.5, 1.5)) + n["c"]
+        if i == length // 2:
+            n["middle"] = v
+    n["end"] = v
+    entries, at = description_of([v], n)
+    ends = [at["end"], at["middle"]]
+    parents, names = parents_of(entries), names_of(entries)
+    return Case(what=f"prune([end, middle]) on a chain of {len(entries)} nodes, v_i = "
+                     f"tanh(v_(i-1)) * a_i + c with v_0 = x, middle = v_{length // 2 + 1}",
+                probe="pruned", inputs={"graph": entries, "fetches": ends},
+                interpret=lambda listed: order_report(listed, parents, ends, names),
+                expected=lambda: order_report(prune_order(parents, ends), parents, ends, names),
+                hint="a function that calls itself once per node stops at Python's recursion "
+                     "limit (about 1000 deep): loop over what toposort(fetch) returns for each "
+                     "fetch, skipping nodes already listed")
+
+
 def _fold_check(n_steps):
     def check(rng):
         return _random_pass_case(
@@ -249,7 +271,10 @@ def _place_case(what, rng, by_hand, hint):
     m, k = (int(v) for v in rng.integers(2, 5, size=2))
     n = inputs(fw.Graph(), X=("Placeholder", (None, k)),
                W=("Variable", rng.standard_normal((k, k))))
-    h = mini.tanh(n["X"] @ n["W"])
+    product = n["X"] @ n["W"]
+    if not by_hand:
+        n["product"] = product      # a name that is not its primitive's: the rule goes by node.fun
+    h = mini.tanh(product)
     if by_hand:
         doubled = h * 2.0
         h = doubled + 1.0
@@ -312,7 +337,7 @@ def place_by_hand_check(rng):
 
 CHECKS = {
     "fold_constants": {
-        "prune: only what the fetches need": (1, [fold_prune_check]),
+        "prune: only what the fetches need": (1, [fold_prune_check, fold_prune_long_chain_check]),
         "constant subgraphs folded, the results unchanged": (2, [_fold_check(8), _fold_check(16)]),
         "stateful operations never folded": (1, [fold_stateful_check])},
     "eliminate_common_subexpressions": {
