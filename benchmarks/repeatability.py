@@ -33,11 +33,15 @@ from autograder import course, samples  # noqa: E402
 
 KINDS = ("full", "untouched", "bug", "no_test")
 WRONG = {   # lab -> (its wrong-work test module, the function that makes a notebook, the mistakes)
-    "lab1_learning": ("test_lab1_wrong_work", "_solution_with", ("WRONG_ONE", "WRONG_TWO")),
-    "lab2_graphs": ("test_lab2_wrong_work", "_solution_with", ("WRONG",)),
-    "lab3_autodiff": ("test_lab3_wrong_work", "_solution_with", ("WRONG",)),
-    "lab4_framework": ("test_lab4_wrong_work", "_solution_with", ("WRONG",)),
-    "lab5_kernels": ("test_lab5_wrong_work", "_notebook", ("CHEATS", "SLIPS")),
+    "lab1_learning": ("test_lab1_wrong_work", "_solution_with",
+                      ("WRONG_ONE", "WRONG_TWO", "WRONG_THREE", "WRONG_FOUR")),
+    "lab2_graphs": ("test_lab2_wrong_work", "_solution_with", ("WRONG", "WRONG_TWO", "WRONG_THREE")),
+    "lab3_autodiff": ("test_lab3_wrong_work", "_solution_with",
+                      ("WRONG", "WRONG_TWO", "WRONG_THREE")),
+    "lab4_framework": ("test_lab4_wrong_work", "_solution_with",
+                       ("WRONG", "WRONG_TWO", "WRONG_THREE")),
+    "lab5_kernels": ("test_lab5_wrong_work", "_notebook",
+                     ("CHEATS", "SLIPS", "MORE_SLIPS", "SHORTCUTS", "NARROW")),
 }
 
 

@@ -2,13 +2,20 @@
 behaviours it gets wrong are worth, and its message names the mistake and those behaviours, on
 the pytest path and on the nbgrader path.
 
-Two notebooks made from the solution, each with several fill-ins replaced (one mistake per fill-in,
-so that they do not interfere). The first cheats: numpy or one thread does the work, or threads are
-laid out against coalescing, and the numbers come out right all the same; what gives each away is
-which thread computed what, or what the kernel compiles to. The second slips as students do: a loop
-that strides by the block instead of the grid, a block's slots folded by one thread, a float64
-accumulator in a float32 product, an accumulator not reset per row, an indptr that forgets the empty
-rows at the end.
+Notebooks made from the solution, each with several fill-ins replaced (one mistake per fill-in,
+so that they do not interfere); every fill-in has at least three mistakes across them. CHEATS:
+numpy or one thread does the work, or threads are laid out against coalescing, and the numbers come
+out right all the same; what gives each away is which thread computed what, or what the kernel
+compiles to. SLIPS, as students slip: a loop that strides by the block instead of the grid, a
+block's slots folded by one thread, a float64 accumulator in a float32 product, an accumulator not
+reset per row, an indptr that forgets the empty rows at the end. MORE_SLIPS: a contiguous stretch
+of elements per thread (right values, not coalesced), loops over rows (of zip, of spmv) that stride
+by the block's size, a float64 shared array in the tree, only the positive entries taken as
+nonzeros, a repeated word's gradient overwritten instead of added. SHORTCUTS: float64 casts inside
+a float32 kernel, a product without tiles, the dense gradient of an embedding (too large for a huge
+vocabulary). NARROW, code that works on the visible tests' inputs only: CSR arrays built from
+lists (float64 when a matrix has no nonzeros), an embedding gradient for (B, T) ids alone. CHEATS
+and MORE_SLIPS are graded on the nbgrader path too.
 """
 import nbformat
 import pytest
@@ -16,7 +23,7 @@ import pytest
 from autograder import cli, course, runner
 from autograder.checks import checks_of
 
-from wrong_work import VISIBLE, named_in, namespace_through, points_lost, verdict
+from wrong_work import SEED, VISIBLE, named_in, namespace_through, points_lost, verdict
 
 LAB = "lab5_kernels"
 
@@ -136,6 +143,125 @@ SLIPS = {
         VISIBLE),
 }
 
+MORE_SLIPS = {
+    "map_kernel": ('''
+    @cuda.jit
+    def kernel(x, out):
+        chunk = (out.size + cuda.gridsize(1) - 1) // cuda.gridsize(1)   # a stretch per thread
+        start = cuda.grid(1) * chunk
+        for i in range(start, min(start + chunk, out.size)):
+            out[i] = device_fn(x[i])
+    return kernel
+''', "out[i] is the number cuda.grid(1) of the thread that computed element i",
+        ["element i computed by thread i mod the grid's size"]),
+    "zip_kernel": ('''
+    @cuda.jit
+    def kernel(x, y, out):
+        col, row = cuda.grid(2)
+        cols, rows = cuda.blockDim.x, cuda.blockDim.y   # the block's size, not the grid's
+        for i in range(row, out.shape[0], rows):
+            for j in range(col, out.shape[1], cols):
+                out[i, j] = device_fn(x[i, j], y[i, j])
+    return kernel
+''', "for the thread (x, y) = cuda.grid(2) that computed element (i, j)",
+        ["each entry computed by the thread whose cuda.grid(2) reaches it",
+         "compiled: strides of the grid's size"]),
+    "reduce_kernel": ('''
+    @cuda.jit
+    def kernel(x, start, partial):
+        cache = cuda.shared.array(THREADS, np.float64)  # float64 slots, whatever x's dtype
+        t = cuda.threadIdx.x
+        acc = start
+        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+            acc = device_fn(acc, x[i])
+        cache[t] = acc
+        cuda.syncthreads()
+        step = THREADS // 2
+        while step > 0:
+            if t < step:
+                cache[t] = device_fn(cache[t], cache[t + step])
+            cuda.syncthreads()
+            step //= 2
+        if t == 0:
+            partial[cuda.blockIdx.x] = cache[0]
+    return kernel
+''', "the result['float64 instructions'] should be 'none', got str",
+        ["compiled: one shared array, read in a tree between barriers",
+         "compiled: float32 throughout"]),
+    "spmv_kernel": ('''
+    for r in range(cuda.grid(1), y.size, cuda.blockDim.x):  # the block's size, not the grid's
+        acc = data.dtype.type(0)
+        for p in range(indptr[r], indptr[r + 1]):
+            acc += data[p] * x[indices[p]]
+        y[r] = acc
+''', "got str 'no: it never reads %nctaid.x'",
+        ["compiled: a stride of the grid's size"]),
+    "to_csr": ('''
+    rows, cols = np.nonzero(dense > 0)                      # the negative entries are lost
+    per_row = np.bincount(rows, minlength=dense.shape[0])
+    indptr = np.concatenate([[0], np.cumsum(per_row)])
+    return dense[rows, cols], cols, indptr
+''', "to_csr on a (", ["a matrix with empty rows"]),
+    "embedding_grad": ('''
+    rows, position = np.unique(ids.reshape(-1), return_inverse=True)
+    values = np.zeros((rows.size, grad_out.shape[-1]), grad_out.dtype)
+    values[position] += grad_out.reshape(-1, grad_out.shape[-1])    # a repeat overwrites
+    return rows, values
+''', "word 2 occurs twice, so its row gets the SUM", VISIBLE),
+}
+
+SHORTCUTS = {
+    "zip_kernel": ('''
+    @cuda.jit
+    def kernel(x, y, out):
+        col, row = cuda.grid(2)
+        cols, rows = cuda.gridsize(2)
+        for i in range(row, out.shape[0], rows):
+            for j in range(col, out.shape[1], cols):
+                out[i, j] = device_fn(np.float64(x[i, j]), np.float64(y[i, j]))   # "more precise"
+    return kernel
+''', "the result['float64 instructions'] should be 'none', got str",
+        ["compiled: float32 throughout"]),
+    "matmul_tiled": ('''
+    row, col = cuda.grid(2)[1], cuda.grid(2)[0]         # no tiles: straight from A and B
+    if row < C.shape[0] and col < C.shape[1]:
+        acc = A.dtype.type(0)
+        for k in range(A.shape[1]):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = acc
+''', "the result['shared arrays'] should be",
+        ["compiled: shared tiles, one load of A and of B per step, barriers"]),
+    "embedding_grad": ('''
+    dense = np.zeros((vocab_size, grad_out.shape[-1]), grad_out.dtype)  # the dense gradient
+    np.add.at(dense, ids.reshape(-1), grad_out.reshape(-1, grad_out.shape[-1]))
+    rows = np.unique(ids)
+    return rows, dense[rows]
+''', "vocab_size=1000000000000", ["a vocabulary too large for a dense gradient"]),
+}
+
+NARROW = {
+    "to_csr": ('''
+    data, indices, indptr = [], [], [0]
+    for row in dense:
+        for j, value in enumerate(row):
+            if value != 0:
+                data.append(value)
+                indices.append(j)
+        indptr.append(len(data))
+    return np.array(data), np.array(indices), np.array(indptr)   # [] makes float64
+''', "the result['dtype of data'] should be 'float32', got str 'float64'",
+        ["a matrix of zeros, the dtype kept"]),
+    "embedding_grad": ('''
+    batch, length = ids.shape                           # (B, T) ids, as in the visible test
+    rows = np.unique(ids)
+    values = np.zeros((rows.size, grad_out.shape[-1]), grad_out.dtype)
+    for b in range(batch):
+        for t in range(length):
+            values[np.searchsorted(rows, ids[b, t])] += grad_out[b, t]
+    return rows, values
+''', "(words repeat, ids of 3 dimensions)", ["a batch in which words repeat"]),
+}
+
 
 def _notebook(wrong):
     """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
@@ -157,7 +283,7 @@ def _expected(wrong):
 def _graded_on_the_pytest_path(tmp_path, wrong):
     path = tmp_path / f"{LAB}.ipynb"
     nbformat.write(_notebook(wrong), path)
-    result = runner.grade_submission(path, LAB, "s", seed=11)
+    result = runner.grade_submission(path, LAB, "s", seed=SEED)
     assert {t.name: t.score for t in result.tests} == _expected(wrong), result.tests
     for test in result.tests:
         fill_in = test.name[len("test_"):]
@@ -166,36 +292,40 @@ def _graded_on_the_pytest_path(tmp_path, wrong):
                 assert text in test.output, (fill_in, test.output)
 
 
-def test_cheats_lose_their_own_points_on_the_pytest_path(tmp_path):
-    _graded_on_the_pytest_path(tmp_path, CHEATS)
+TABLES = {"CHEATS": CHEATS, "SLIPS": SLIPS, "MORE_SLIPS": MORE_SLIPS, "SHORTCUTS": SHORTCUTS,
+          "NARROW": NARROW}
 
 
-def test_slips_lose_their_own_points_on_the_pytest_path(tmp_path):
-    _graded_on_the_pytest_path(tmp_path, SLIPS)
+@pytest.mark.parametrize("table", list(TABLES))
+def test_wrong_work_loses_its_own_points_on_the_pytest_path(tmp_path, table):
+    _graded_on_the_pytest_path(tmp_path, TABLES[table])
 
 
-def test_cheats_lose_their_own_points_on_the_nbgrader_path(tmp_path, monkeypatch):
+@pytest.mark.parametrize("table", ["CHEATS", "MORE_SLIPS"])
+def test_wrong_work_loses_its_own_points_on_the_nbgrader_path(tmp_path, monkeypatch, table):
+    wrong = TABLES[table]
     monkeypatch.setenv("MINI_COURSE_DIR", str(tmp_path / "course"))
     monkeypatch.setenv("MINI_RELEASE_DIR", str(tmp_path / "release"))
     assert cli.main(["release", "lab5", "--reveal", "lab1,lab2,lab3,lab4"]) == 0
-    inbox = tmp_path / "inbox" / "cheater"
+    inbox = tmp_path / "inbox" / "wrong"
     inbox.mkdir(parents=True)
-    nbformat.write(_notebook(CHEATS), inbox / f"{LAB}.ipynb")
+    nbformat.write(_notebook(wrong), inbox / f"{LAB}.ipynb")
     assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
+    monkeypatch.setenv("AUTOGRADER_SEED", str(SEED))     # the pytest path's draws
     assert cli.main(["autograde", "lab5", "--workers", "1"]) == 0
     from nbgrader.api import Gradebook
     grader = course.api()
     with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-        notebook = gb.find_submission(LAB, "cheater").notebooks[0]
+        notebook = gb.find_submission(LAB, "wrong").notebooks[0]
         scores = {grade.name: grade.score for grade in notebook.grades}
-    assert scores == _expected(CHEATS), scores
-    graded = nbformat.read(tmp_path / "course" / "autograded" / "cheater" / LAB / f"{LAB}.ipynb",
+    assert scores == _expected(wrong), scores
+    graded = nbformat.read(tmp_path / "course" / "autograded" / "wrong" / LAB / f"{LAB}.ipynb",
                            as_version=4)
     for cell in graded.cells:
         fill_in = cell.metadata.get("nbgrader", {}).get("grade_id", "")[len("test_"):]
-        if fill_in in CHEATS:
+        if fill_in in wrong:
             said = " ".join(str(out.get("evalue", "")) + out.get("text", "") for out in cell.outputs)
-            for text in named_in(CHEATS[fill_in][2], CHEATS[fill_in][1]):
+            for text in named_in(wrong[fill_in][2], wrong[fill_in][1]):
                 assert text in said, (fill_in, said)
 
 

@@ -409,6 +409,13 @@ def to_csr_edge_check(rng):
     return _to_csr_case(dense, f"{what} of shape {dense.shape}, float32")
 
 
+def to_csr_zeros_check(rng):
+    """A float32 matrix of zeros, whatever to_csr_edge_check drew: no nonzeros to take the dtype
+    from, so data must get dense's dtype some other way."""
+    dense = np.zeros((int(rng.integers(1, 5)), int(rng.integers(2, 6))), np.float32)
+    return _to_csr_case(dense, f"a matrix of zeros of shape {dense.shape}, float32")
+
+
 SPMV_HINT = ("thread g of G handles rows g, g + G, ... of A (a grid-stride loop over rows): "
              "y[r] = sum of data[p] * x[indices[p]] for p in range(indptr[r], indptr[r + 1]), "
              "with an accumulator of data's dtype; a row without nonzeros gives 0.")
@@ -481,6 +488,17 @@ def embedding_batch_check(rng):
                            "words repeat", dense_reference=True)
 
 
+def embedding_any_shape_check(rng):
+    """ids of one dimension (a single sentence) or of three: any shape S, not only (B, T)."""
+    vocab_size = int(rng.integers(20, 40))
+    shape = ((int(rng.integers(5, 12)),) if rng.random() < 0.5
+             else (2, int(rng.integers(2, 4)), int(rng.integers(2, 5))))
+    ids = rng.integers(0, vocab_size // 3, size=shape)
+    return _embedding_case(rng, ids, int(rng.integers(2, 5)), vocab_size,
+                           f"words repeat, ids of {len(shape)} dimension"
+                           f"{'s' if len(shape) > 1 else ''}", dense_reference=True)
+
+
 def embedding_huge_vocabulary_check(rng):
     """10^12 rows: a dense gradient would need terabytes, the row-sparse one a few numbers."""
     ids = rng.integers(0, 10**12, size=(2, 5))
@@ -531,12 +549,14 @@ CHECKS = {
             3, [_layout(matmul_code_check)]),
         "compiled: float32 throughout": (1, [_float32(matmul_code_check)])},
     "to_csr": {"a matrix with empty rows": (1, [to_csr_check]),
-               "a matrix of zeros, the dtype kept": (1, [to_csr_edge_check])},
+               "a matrix of zeros, the dtype kept": (1, [to_csr_edge_check,
+                                                          to_csr_zeros_check])},
     "spmv_kernel": {"the product, empty rows included": (2, [spmv_rows_check]),
                     "float32 values": (2, [spmv_float32_check]),
                     "compiled: a stride of the grid's size": (1, [_layout(spmv_code_check)]),
                     "compiled: float32 throughout": (1, [_float32(spmv_code_check)])},
-    "embedding_grad": {"a batch in which words repeat": (1, [embedding_batch_check]),
+    "embedding_grad": {"a batch in which words repeat": (1, [embedding_batch_check,
+                                                             embedding_any_shape_check]),
                        "a vocabulary too large for a dense gradient": (
                            1, [embedding_huge_vocabulary_check])},
 }
