@@ -35,6 +35,37 @@ def named_in(failed, phrase):
     return [phrase] + ([] if failed == VISIBLE else [f"- {behaviour} (" for behaviour in failed])
 
 
+def loses_its_share_on_the_pytest_path(lab, wrong, notebook, tmp_path):
+    """Assert that ``notebook``, the solution with the mistakes of table ``wrong`` (``{fill_in:
+    (code, a phrase or phrases of its message, the behaviours it gets wrong)}``), loses on the
+    pytest path exactly each fill-in's share, with messages that name the mistake and what it
+    lost."""
+    lost, outputs = graded_on_the_pytest_path(lab, notebook, tmp_path)
+    assert lost == _shares_lost(lab, wrong)
+    _assert_named(wrong, outputs)
+
+
+def loses_its_share_on_the_nbgrader_path(lab, wrong, notebook, tmp_path, monkeypatch):
+    """:func:`loses_its_share_on_the_pytest_path` on the nbgrader path: the same points, the same
+    messages."""
+    score, shown = graded_on_the_nbgrader_path(lab, notebook, tmp_path, monkeypatch)
+    full = sum(points for _, points in runner.test_cells(lab))
+    assert score == full - sum(_shares_lost(lab, wrong).values())
+    _assert_named(wrong, shown)
+
+
+def _shares_lost(lab, wrong):
+    return points_lost(lab, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
+
+
+def _assert_named(wrong, messages):
+    for fill_in, (_, phrases, failed) in wrong.items():
+        message = messages[f"test_{fill_in}"]
+        for phrase in [phrases] if isinstance(phrases, str) else phrases:
+            for text in named_in(failed, phrase):
+                assert text in message, (fill_in, message)
+
+
 def graded_on_the_pytest_path(lab, notebook, tmp_path):
     """``({test cell id: points lost}, {test cell id: its message})`` of ``notebook``."""
     path = tmp_path / "wrong.ipynb"
