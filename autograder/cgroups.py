@@ -141,14 +141,14 @@ def _bases():
     return bases
 
 
+_CONTROL_FILES = {"pids": ("pids.max",), "cpu": ("cpu.shares", "cpu.weight"),
+                  "memory": ("memory.limit_in_bytes", "memory.max")}    # cgroup v1, v2
+
+
 def _controllers_of(folder):
-    files = {"pids": "pids.max", "cpu": ("cpu.shares", "cpu.weight"),
-             "memory": ("memory.limit_in_bytes", "memory.max")}
-    found = set()
-    for name, names in files.items():
-        if any((folder / file).is_file() for file in ([names] if isinstance(names, str) else names)):
-            found.add(name)
-    return found
+    """The controllers of :data:`CONTROLLERS` that group folder ``folder`` has."""
+    return {name for name, files in _CONTROL_FILES.items()
+            if any((folder / file).is_file() for file in files)}
 
 
 def _enable(folder, controllers):

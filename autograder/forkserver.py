@@ -19,9 +19,9 @@ runs in the server, and none can reach it:
 The client stands for the kernel before the kernel manager: it forwards interrupts and
 terminations, and exits with the kernel's status; when the client is killed, the server kills the
 kernel's whole session.  With namespaces a kernel also has a PID namespace of its own, and under
-a grader running as root cgroups of its own: what it starts ends with it, however it left
-the session, and shares the CPU and memory bounds it was given.  Where the server cannot be reached, the client starts the kernel the
-slow way, through :mod:`autograder.kernel`.
+a grader running as root cgroups of its own: what it starts ends with it, however it left the
+session, and shares the CPU and memory bounds it was given.  Where the server cannot be reached,
+the client starts the kernel the slow way, through :mod:`autograder.kernel`.
 """
 import ctypes
 import json

@@ -190,8 +190,8 @@ class VerdictsOutsideKernel(ResilientExecute):
     stand-ins on its input channel (``input()``, open for test cells only), and each question is
     answered here for that cell's cases alone.  After the cell ran, :func:`hidden.judge` verifies
     the report against the expected values computed here and sets the cell's outputs, which
-    ``SaveAutoGrades`` scores as usual (a partial score as the cell's value).  The cell keeps its source.  A visible test that fails is
-    an error before the report, and still costs the cell.
+    ``SaveAutoGrades`` scores as usual (a partial score as the cell's value).  The cell keeps its
+    source.  A visible test that fails is an error before the report, and still costs the cell.
     """
 
     _answering = None           # the cases of the test cell that is running
@@ -370,8 +370,8 @@ class GradesWithPending(GetGrades):
     (``autograder/templates/feedback``) can say it is pending."""
 
     def _get_score(self, cell, resources):
-        super()._get_score(cell, resources)
         grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
                                           self.assignment_id, self.student_id)
-        if grade.auto_score is None and grade.manual_score is None:
-            cell.metadata.nbgrader["score"] = None
+        given = grade.auto_score is not None or grade.manual_score is not None
+        cell.metadata.nbgrader["score"] = grade.score if given else None
+        cell.metadata.nbgrader["points"] = grade.max_score

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, runner
+from autograder import course, labs, runner
 from autograder.checks import LABS, behaviours_of, checks_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ def test_points_add_up_to_100_and_every_test_cell_has_checks(lab):
     cells = runner.test_cells(lab)
     assert sum(points for _, points in cells) == 100
     checks = checks_of(lab)
-    assert sorted(checks) == sorted(grade_id[len("test_"):] for grade_id, _ in cells)
+    assert sorted(checks) == sorted(labs.fill_in_tested_by(grade_id) for grade_id, _ in cells)
     assert all(checks[name] for name in checks)
 
 
@@ -74,7 +74,7 @@ def test_each_behaviour_of_a_fill_in_is_worth_a_readable_share_and_has_checks_of
         for behaviour, (parts, checks) in behaviours.items():
             assert behaviour and isinstance(parts, int) and parts > 0, (fill_in, behaviour)
             assert checks, (fill_in, behaviour)
-            share = points[f"test_{fill_in}"] * parts / total
+            share = points[labs.test_cell_of(fill_in)] * parts / total
             assert share * 2 == round(share * 2), (fill_in, behaviour, share)  # halves at most
         names = [check.__name__ for check in checks_of(lab)[fill_in]]
         assert len(names) == len(set(names)), (fill_in, names)

@@ -6,6 +6,7 @@ import nbformat
 
 from autograder import cli, probes, runner
 from autograder.checks import answer, behaviours_of, case_for, checks_of, verify
+from autograder.labs import test_cell_of
 from autograder.runner import source_notebook
 
 SEED = 11
@@ -25,7 +26,7 @@ def points_lost(lab, wrong):
         assert set(failed) <= set(behaviours), set(failed) - set(behaviours)
         share = sum(behaviours[name][0] for name in failed) / sum(
             parts for parts, _ in behaviours.values())
-        lost[f"test_{fill_in}"] = round(points[f"test_{fill_in}"] * share, 2)
+        lost[test_cell_of(fill_in)] = round(points[test_cell_of(fill_in)] * share, 2)
     return lost
 
 
@@ -60,7 +61,7 @@ def _shares_lost(lab, wrong):
 
 def _assert_named(wrong, messages):
     for fill_in, (_, phrases, failed) in wrong.items():
-        message = messages[f"test_{fill_in}"]
+        message = messages[test_cell_of(fill_in)]
         for phrase in [phrases] if isinstance(phrases, str) else phrases:
             for text in named_in(failed, phrase):
                 assert text in message, (fill_in, message)
