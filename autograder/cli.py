@@ -128,7 +128,8 @@ def _limits(args):
 
 
 def _release(args):
-    from autograder import course, kit
+    from autograder.deliveries import kit
+    from autograder.nbgrader_path import course
     if args.to:
         os.environ["MINI_RELEASE_DIR"] = str(Path(args.to).resolve())
     course.release(args.lab)
@@ -143,7 +144,7 @@ def _release(args):
 
 
 def _collect(args):
-    from autograder.collect import collect
+    from autograder.deliveries.collect import collect
     collected, problems = collect(args.source)
     print(f"collected {len(collected)} notebook(s) into the course's submitted/")
     for name, reason in problems:
@@ -152,7 +153,7 @@ def _collect(args):
 
 
 def _autograde(args):
-    from autograder import batch, course
+    from autograder.nbgrader_path import batch, course
     try:
         outcomes = batch.autograde(course.expand(args.lab), workers=args.workers,
                                    force=args.force)
@@ -174,9 +175,9 @@ def _autograde(args):
 def _grade(args):
     import pytest
 
-    from autograder import course
     from autograder.checks import new_seed
-    from autograder.pytest_grading import Batch
+    from autograder.nbgrader_path import course
+    from autograder.pytest_path import plugin
     seed = args.seed if args.seed is not None else new_seed()
     submissions = Path(args.submissions or course.course_dir() / "submitted").resolve()
     if not submissions.is_dir():
@@ -184,14 +185,14 @@ def _grade(args):
     if not any(path.is_dir() for path in submissions.iterdir()):
         raise ValueError(f"{submissions} holds no student folders (<student>/<lab>.ipynb)")
     out = Path(args.out or course.course_dir() / "results").resolve()
-    batch = Batch(submissions, course.expand(args.lab), out, seed, args.workers,
+    batch = plugin.Batch(submissions, course.expand(args.lab), out, seed, args.workers,
                   args.scheduler or "", _limits(args))
     # pytest's own report counts test cells ("38 failed"), which reads like a crash of the grader;
     # without -v the grade table below says what happened, and results.json says why.
     quiet = ["-o", "addopts=", "-p", "no:terminal"]
     report = ["-v", "--tb=short"] if args.verbose else quiet
     failures = _GraderFailures()
-    code = pytest.main([str(Path(__file__).with_name("pytest_grading.py")), "-p", "no:cacheprovider",
+    code = pytest.main([plugin.__file__, "-p", "no:cacheprovider",
                         "--capture=no",    # the progress bar; no student code runs in this process
                         "-W", "ignore::pytest.PytestAssertRewriteWarning", *report],
                        plugins=[batch, failures])
@@ -245,7 +246,7 @@ class _GraderFailures:
 
 
 def _feedback(args):
-    from autograder import batch, course
+    from autograder.nbgrader_path import batch, course
     problems = {}
     for lab in course.expand(args.lab):
         problems.update({f"{lab}/{s}": why for s, why in batch.feedback(lab).items()})
@@ -256,7 +257,7 @@ def _feedback(args):
 
 
 def _export(args):
-    from autograder import batch, course
+    from autograder.nbgrader_path import batch, course
     path = batch.export(Path(args.to or course.course_dir() / "grades.csv").resolve())
     print(f"grades written to {path}")
     return 0
@@ -268,7 +269,8 @@ def _demo(args):
 
 
 def _gradescope(args):
-    from autograder import course, gradescope
+    from autograder.deliveries import gradescope
+    from autograder.nbgrader_path import course
     folder = Path(args.to or course.course_dir() / "gradescope").resolve()
     limits = _limits(args)
     for lab in course.expand(args.lab):

@@ -7,7 +7,7 @@ draws the case and computes the expected value, the student half (``autograder.p
 notebook's code on the case's inputs.
 
 When nbgrader grades a submission, the two halves are split between two processes
-(``autograder.preprocessors.VerdictsOutsideKernel``): the kernel, with a student edition of mini,
+(``autograder.nbgrader_path.preprocessors.VerdictsOutsideKernel``): the kernel, with a student edition of mini,
 executes each test cell with its hidden section replaced by :func:`hidden_call`, which runs the
 probes of the cases the grader drew a moment before (their inputs written into the cell, plain
 data) and shows their outcomes as ONE output; the grader then decides with :func:`judge`, in its
@@ -15,7 +15,7 @@ own process.  A report that is missing, malformed, repeated or tagged with anoth
 the cell, and a forged one passes only if it holds what the student's code should have computed.
 
 The pytest path runs the same two halves: the probes in the worker, the verdict in
-``autograder.runner``.
+``autograder.pytest_path.runner``.
 """
 import json
 
@@ -23,21 +23,7 @@ from nbformat import v4
 
 from autograder import probes
 from autograder.checks import answer, cases, new_seed, tally
-
-BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-
-
-def visible_part(source):
-    """A test cell's source without its hidden section (the markers included)."""
-    kept, hidden = [], False
-    for line in source.split("\n"):
-        if line.strip() == BEGIN:
-            hidden = True
-        elif line.strip() == END:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    return "\n".join(kept).rstrip() + "\n"
+from autograder.notebooks import visible_part
 
 
 def grade(lab, fill_in, namespace, seed=None):

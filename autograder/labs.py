@@ -65,11 +65,15 @@ def missing_needs(lab, revealed):
     return [need for need in needs(lab) if need not in shown]
 
 
+TEST_PREFIX = "test_"
+"""A test cell's id is its fill-in's id after this prefix: ``test_toposort`` checks ``toposort``."""
+
+
 def fill_in_tested_by(grade_id):
     """The fill-in a test cell checks: ``test_toposort`` checks the cell ``toposort``."""
-    return grade_id[len("test_"):]
+    return grade_id[len(TEST_PREFIX):]
 
 
 def test_cell_of(fill_in):
     """The id of the test cell that checks ``fill_in`` (:func:`fill_in_tested_by`'s inverse)."""
-    return f"test_{fill_in}"
+    return TEST_PREFIX + fill_in

@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder import course, samples  # noqa: E402
+from autograder.nbgrader_path import course
+from autograder.demo import samples  # noqa: E402
 
 KINDS = ("full", "untouched", "bug", "no_test")
 
@@ -62,7 +63,7 @@ def main():
         for lab in labs:
             run(["nbgrader", "autograde", lab, "--force"], {**cold(env, root / "cache" / "plain"),
                                                             "MINI_COURSE_DIR": str(plain)},
-                cwd=REPO / "autograder", check=False)
+                cwd=REPO / "autograder" / "config", check=False)
         timings["plain nbgrader CLI, serial"] = time.monotonic() - started
         scores["plain nbgrader CLI, serial"] = exported(plain, env)
 

@@ -24,7 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder import course, samples  # noqa: E402
+from autograder.nbgrader_path import course
+from autograder.demo import samples  # noqa: E402
 
 KINDS = ("full", "bug", "untouched", "no_test")
 HEADROOM = 1.25

@@ -3,7 +3,7 @@
     python benchmarks/repeatability.py [--repeats 20] [--nbgrader-repeats 5] [--seeds 10]
                                        [--labs all] [--workers 2]
 
-The submissions are every sample kind of each lab (``autograder.samples``: full, untouched, bug,
+The submissions are every sample kind of each lab (``autograder.demo.samples``: full, untouched, bug,
 no_test) and the wrong notebooks of ``tests/test_lab*_wrong_work.py`` (one mistake in each of
 several fill-ins).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
 them ``--repeats`` times and the nbgrader path (``autograde --workers N`` with
@@ -29,7 +29,8 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from autograder import course, samples  # noqa: E402
+from autograder.nbgrader_path import course
+from autograder.demo import samples  # noqa: E402
 
 KINDS = ("full", "untouched", "bug", "no_test")
 WRONG = {   # lab -> (its wrong-work test module, the function that makes a notebook, the mistakes)

@@ -43,7 +43,7 @@ def notebooks_own(code):    # a student's own answer may well be written as mini
 
 def search_objects():
     FOUND["grader modules"] = sorted(name for name in sys.modules if name.startswith(
-        ("autograder.checks", "autograder.hidden", "autograder.runner", "autograder.edition")))
+        ("autograder.checks", "autograder.hidden", "autograder.pytest_path.runner", "autograder.edition")))
     for obj in gc.get_objects():
         try:
             module = getattr(obj, "__module__", None)

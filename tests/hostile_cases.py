@@ -13,14 +13,15 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from autograder import runner
+from autograder import notebooks
+from autograder.pytest_path import runner
 
 LAB = "lab3_autodiff"
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def points(fill_in):
-    return dict(runner.test_cells(LAB))[f"test_{fill_in}"]
+    return dict(notebooks.test_cells(LAB))[f"test_{fill_in}"]
 
 
 def solution():

@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 import attacks
-from autograder import cli, samples
+from autograder import cli
+from autograder.demo import samples
 from autograder.labs import LABS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +115,7 @@ def test_the_forger_gains_nothing_through_the_gradescope_zip(tmp_path):
     (root / "results").mkdir()
     nbformat.write(attacks.attacker(ROOT / "labs" / lab / f"{lab}.ipynb"),
                    root / "submission" / "mine.ipynb")
-    done = subprocess.run([sys.executable, "-m", "autograder.gradescope", lab, str(root)],
+    done = subprocess.run([sys.executable, "-m", "autograder.deliveries.gradescope", lab, str(root)],
                           cwd=root / "source", capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((root / "results" / "results.json").read_text())

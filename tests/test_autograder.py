@@ -13,7 +13,9 @@ import urllib.request
 
 import pytest
 
-from autograder import batch, cli, course, samples
+from autograder import cli
+from autograder.nbgrader_path import batch, course
+from autograder.demo import samples
 from autograder.demo import STUDENTS
 
 NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]   # the other labs: tests/test_pytest_path_samples.py
@@ -162,7 +164,7 @@ def test_nbgrader_own_command_line_grades_as_ours_does(tmp_path, monkeypatch):
     assert cli.main(["collect", str(tmp_path / "inbox")]) == 0
     bin_folder = os.path.dirname(sys.executable)
     env = {**os.environ, "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(["nbgrader", "autograde", lab], cwd=course.REPO / "autograder", env=env,
+    subprocess.run(["nbgrader", "autograde", lab], cwd=course.CONFIG_FOLDER, env=env,
                    check=True, capture_output=True, timeout=600)
     scores = _nbgrader_scores(tmp_path)
     assert {kind: scores[(student, lab)] for kind, student in kinds.items()} == {

@@ -2,11 +2,11 @@
 
 JupyterLab is started the README's way: from ``autograder/`` (nbgrader reads the course's
 ``nbgrader_config.py`` there) with its root at the course folder's parent.  The course has lab 2
-released and two sample submissions (``autograder.samples``) collected: bob's (one slip in his
+released and two sample submissions (``autograder.demo.samples``) collected: bob's (one slip in his
 topological sort) submitted through the exchange, alice's (the full solution) from an LMS download
 with ``python -m autograder collect``.  In the formgrader the instructor sees lab 2 in Manage
 Assignments and generates it again, presses Autograde on bob's submission (graded in the server, in
-the command line's sandbox: ``autograder.formgrader``) and sees his score, generates and releases
+the command line's sandbox: ``autograder.nbgrader_path.formgrader``) and sees his score, generates and releases
 his feedback (which lands in the exchange), and opens his grading view: each test cell's score in
 the box the instructor would type a manual grade into.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, samples
+from autograder.nbgrader_path import course
+from autograder.demo import samples
 from test_browser import Page, chromium, jupyter_lab, open_lab
 from test_exchange import person, run, student, submitting
 
@@ -106,7 +107,7 @@ def test_instructor_generates_autogrades_grades_and_releases_feedback(lab2_cours
               if c.metadata.get("nbgrader", {}).get("grade")}
     bug = "test_" + samples.BUGS[LAB][0]
 
-    with jupyter_lab(teacher, cwd=REPO / "autograder", root=root,
+    with jupyter_lab(teacher, cwd=course.CONFIG_FOLDER, root=root,
                      log=root / "instructor-server.log") as url, chromium() as driver:
         page = Page(driver, "instructor")
         open_lab(page, url)
@@ -123,7 +124,7 @@ def test_instructor_generates_autogrades_grades_and_releases_feedback(lab2_cours
         close(page)
 
         # The submissions, both waiting; Autograde on bob's grades it in the server (in the
-        # command line's sandbox, autograder.formgrader) and the formgrader shows his score.
+        # command line's sandbox, autograder.nbgrader_path.formgrader) and the formgrader shows his score.
         page.click(row("name", LAB) + "/td[contains(@class, 'num-submissions')]/a")
         for name in ("alice", "bob"):
             assert "needs autograding" in page.find(row("student-id", name), f"{name}'s submission").text

@@ -18,7 +18,7 @@ from nbgrader.utils import get_username
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
-from autograder import course
+from autograder.nbgrader_path import course
 from test_browser import Page, chromium, jupyter_lab, open_lab
 from test_exchange import person, student
 
@@ -172,7 +172,7 @@ def test_student_fetches_works_validates_submits_and_reads_feedback(exchange_wit
                                  "--workers", "1"], env=teacher, cwd=REPO, capture_output=True,
                                 text=True, timeout=300)
         assert graded.returncode == 0 and "graded 1 submission(s)" in graded.stdout, graded
-        from autograder import batch
+        from autograder.nbgrader_path import batch
         assert batch.feedback(LAB) == {}
         assert grader.release_feedback(LAB)["success"]
         from nbgrader.api import Gradebook

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import samples
+from autograder.demo import samples
 
 LAB = "lab2_graphs"
 LABS_FOLDER = Path(__file__).resolve().parent.parent / "labs"

@@ -4,7 +4,7 @@ import base64
 
 from nbformat import v4
 
-from autograder.preprocessors import CutOutput
+from autograder.nbgrader_path.preprocessors import CutOutput
 
 
 def _picture(chars):

@@ -9,7 +9,10 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from autograder import batch, cli, runner, samples
+from autograder import cli, notebooks
+from autograder.nbgrader_path import batch
+from autograder.pytest_path import runner
+from autograder.demo import samples
 from autograder.labs import LABS
 
 LAB = "lab2_graphs"
@@ -31,9 +34,9 @@ def _cell(source, demo=True):
     ("this does not parse (", True, False),                # it may bind anything: it runs
 ])
 def test_which_demo_cells_grading_skips(source, demo, skipped):
-    read = runner.names_tests_read(LAB)
+    read = notebooks.names_tests_read(LAB)
     assert {"a", "b", "x1"} <= read
-    assert runner.skips_demo(_cell(source, demo), read) is skipped
+    assert notebooks.skips_demo(_cell(source, demo), read) is skipped
 
 
 def _with_sneaky_demo(release):

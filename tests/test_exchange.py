@@ -24,7 +24,8 @@ import nbformat
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import course, samples
+from autograder.nbgrader_path import course
+from autograder.demo import samples
 
 from wrong_work import VISIBLE, points_lost
 
@@ -67,7 +68,7 @@ def student(tmp_path, name, exchange):
     home = tmp_path / name
     env = person(home, name, MINI_EXCHANGE_DIR=str(exchange))
     (home / ".jupyter").mkdir()
-    shutil.copy(REPO / "autograder" / "student_nbgrader_config.py",
+    shutil.copy(REPO / "autograder" / "config" / "student_nbgrader_config.py",
                 home / ".jupyter" / "nbgrader_config.py")
     return home, env
 
@@ -119,13 +120,13 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
               if cell.metadata.get("nbgrader", {}).get("grade")}
 
     # The instructor: generate (which makes the exchange), then nbgrader's own release_assignment,
-    # run from autograder/ as the README says, so that it reads the course's nbgrader_config.py.
+    # run from autograder/config/ as the README says, so that it reads the course's nbgrader_config.py.
     course.release("lab2")
     exchange = tmp_path / "course" / "exchange"
     assert stat.S_IMODE(exchange.stat().st_mode) == 0o1777
     instructor = person(tmp_path / "teacher", "teacher", MINI_COURSE_DIR=str(tmp_path / "course"),
                         MINI_RELEASE_DIR=str(tmp_path / "release"))
-    run(([BIN / "nbgrader", "release_assignment", LAB], instructor, REPO / "autograder"))
+    run(([BIN / "nbgrader", "release_assignment", LAB], instructor, course.CONFIG_FOLDER))
     assert (exchange / "mini" / "outbound" / LAB / f"{LAB}.ipynb").is_file()
 
     (alice, alice_env), (bob, bob_env) = (student(tmp_path, name, exchange)
@@ -160,7 +161,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
     out, = run(([sys.executable, "-m", "autograder", "autograde", "lab2", "--workers", "1"],
                 instructor, REPO))
     assert "graded 3 submission(s)" in out, out
-    from autograder import batch
+    from autograder.nbgrader_path import batch
     assert batch.feedback(LAB) == {}
     released = grader.release_feedback(LAB)      # everyone's, the collected one's too
     assert released["success"], released["log"]
@@ -193,7 +194,7 @@ def load(path):
 
 
 def test_jupyterhub_config_wires_groups_formgrader_and_exchange(monkeypatch):
-    hub = load(REPO / "autograder" / "jupyterhub_config.py")
+    hub = load(REPO / "autograder" / "config" / "jupyterhub_config.py")
     groups = {name: set(members) for name, members in hub.JupyterHub.load_groups.items()}
     instructors, students = groups["instructors"], groups["students"]
     assert instructors and students and not instructors & students
@@ -228,7 +229,7 @@ def test_jupyterhub_config_wires_groups_formgrader_and_exchange(monkeypatch):
     assert Path(hub.Spawner.cmd[0]).name == "jupyterhub-singleuser"
     assert not Path(hub.Spawner.cmd[0]).is_relative_to(REPO)
     monkeypatch.delenv("MINI_EXCHANGE_DIR")
-    learner = load(REPO / "autograder" / "student_nbgrader_config.py")
+    learner = load(REPO / "autograder" / "config" / "student_nbgrader_config.py")
     assert (learner.CourseDirectory.course_id, learner.Exchange.root) == (service["name"], exchange)
 
 

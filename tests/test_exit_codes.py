@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, cli, runner, samples
+from autograder import cli
+from autograder.nbgrader_path import batch
+from autograder.pytest_path import runner
+from autograder.demo import samples
 
 LAB = "lab2_graphs"
 LABS = Path(runner.REPO) / "labs"

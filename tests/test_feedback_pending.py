@@ -10,7 +10,9 @@ import re
 import nbformat
 from nbgrader.api import Gradebook
 
-from autograder import batch, cli, course, runner, samples
+from autograder import cli, notebooks
+from autograder.nbgrader_path import batch, course
+from autograder.demo import samples
 
 LAB = "lab3_autodiff"
 
@@ -18,7 +20,7 @@ LAB = "lab3_autodiff"
 def _written(lab):
     """``{grade id: points}`` of the lab's answers graded by hand."""
     return {cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"]["points"])
-            for cell in nbformat.read(runner.source_notebook(lab), as_version=4).cells
+            for cell in nbformat.read(notebooks.source_notebook(lab), as_version=4).cells
             if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("grade")}
 
 

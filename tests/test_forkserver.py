@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, course, sandbox
+from autograder import cli, sandbox
+from autograder.nbgrader_path import course
 from test_sandbox import KINDS, autograded_report, hand_in
 from residue import leftovers
 
@@ -72,7 +73,7 @@ def memory_holds(test=holds):
 found["memory"] = memory_holds()
 found["scanner sees its own head"] = memory_holds(lambda data: HEAD in data)
 try:                # the server only: a kernel started the usual way has the worker as parent
-    if "autograder.forkserver" in found["parent"]:
+    if "autograder.nbgrader_path.forkserver" in found["parent"]:
         os.kill(os.getppid(), signal.SIGKILL)
     found["kill the server"] = "ok"
 except OSError as error:
@@ -118,7 +119,7 @@ def test_a_kernel_cannot_use_or_stop_the_server_that_forked_it(isolation, tmp_pa
     assert cli.main(["autograde", "lab2", "--workers", "1"]) == 0
 
     found = autograded_report("a_attacker", "FORK ")
-    assert "autograder.forkserver" in found.pop("parent")       # it was forked, not started
+    assert "autograder.nbgrader_path.forkserver" in found.pop("parent")       # it was forked, not started
     parent, processes = found.pop("parent pid"), found.pop("processes")
     if isolation.startswith("namespaces"):  # its own PID namespace: its parent is the namespace's
         assert parent == 1 and processes == [1, 2]      # init, a fork of the server's child

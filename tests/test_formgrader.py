@@ -16,7 +16,9 @@ from jupyter_server.extension.config import ExtensionConfigManager
 from nbgrader.api import Gradebook
 
 import hostile_cases
-from autograder import cli, course, edition, formgrader, samples
+from autograder import cli, edition
+from autograder.nbgrader_path import course, formgrader
+from autograder.demo import samples
 from test_autograder import formgrader as formgrader_server
 from residue import digest
 
@@ -192,7 +194,7 @@ def test_the_submission_ran_in_the_sandboxed_kernel(graded):
     report = graded["report"]
     assert report, "the attack printed no report"
     assert report["cwd"] == str(graded["course"] / "autograded" / ATTACKER / LAB)
-    # autograder.kernel's short environment, not the server's
+    # autograder.nbgrader_path.jupyter_kernel's short environment, not the server's
     assert not {"MINI_COURSE_DIR", "JUPYTER_RUNTIME_DIR"} & set(
         report["environment"]), report["environment"]
 
@@ -221,7 +223,7 @@ def test_the_server_runs_the_command_lines_preprocessors(monkeypatch):
         assert in_a_server.Autograde[stage] == on_the_command_line.Autograde[stage]
     assert "kernel_manager" not in on_the_command_line.ResilientExecute
     assert in_a_server.ResilientExecute.kernel_manager == \
-        "autograder.formgrader.SandboxedKernelManager"
+        "autograder.nbgrader_path.formgrader.SandboxedKernelManager"
 
 
 def test_a_runtime_folder_too_long_for_the_sockets_is_named(tmp_path, monkeypatch):

@@ -12,16 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, gradescope, runner, samples, sandbox
+from autograder import cli, notebooks, sandbox
+from autograder.deliveries import gradescope
+from autograder.demo import samples
 
 LAB = "lab2_graphs"
 REPO = Path(__file__).resolve().parent.parent
-POINTS = dict(runner.test_cells(LAB))
+POINTS = dict(notebooks.test_cells(LAB))
 # The bug makes one toposort check run until it is stopped: 5 s instead of 30 keeps this file short.
 LIMITS = sandbox.Limits(check_seconds=5)
 # Files of an upload that would run if the grader imported or executed anything but the notebook.
 BAIT = ["sitecustomize.py", "usercustomize.py", "conftest.py", "mini/__init__.py",
-        "autograder/__init__.py", "autograder/gradescope.py", "numpy/__init__.py"]
+        "autograder/__init__.py", "autograder/deliveries/gradescope.py", "numpy/__init__.py"]
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +77,8 @@ def test_the_zip_holds_the_grader_and_no_answers(archive):
     assert not [name for name in notebooks
                 if "### BEGIN SOLUTION" in texts[name] or "### BEGIN HIDDEN TESTS" in texts[name]]
     for needed in ("setup.sh", "run_autograder", "requirements.txt", f"labs/{LAB}/{LAB}.ipynb",
-                   "mini/__init__.py", "mini/data/sentiment.tsv", "autograder/runner.py",
-                   "autograder/worker.py", "autograder/checks/lab2.py"):
+                   "mini/__init__.py", "mini/data/sentiment.tsv", "autograder/pytest_path/runner.py",
+                   "autograder/pytest_path/worker.py", "autograder/checks/lab2.py"):
         assert needed in names, needed
     checks = [n for n in names if n.startswith("autograder/checks/")]
     assert "autograder/checks/__init__.py" in checks       # and the modules the labs share,

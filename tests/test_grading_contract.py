@@ -5,7 +5,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from autograder import collect
+from autograder.deliveries import collect
 from autograder.checks import Case, answer, lab3, verify
 from autograder.probes import Student, from_plain, probe, run, to_plain
 
@@ -185,8 +185,8 @@ def test_student_code_starts_with_a_copy_of_the_graders_font_list(tmp_path, monk
 
 
 def test_grades_csv_keeps_the_rows_of_other_labs_and_students(tmp_path):
-    from autograder.pytest_grading import _write_grades
-    from autograder.runner import SubmissionResult, TestResult
+    from autograder.pytest_path.plugin import _write_grades
+    from autograder.pytest_path.runner import SubmissionResult, TestResult
 
     def result(student, lab, score):
         return SubmissionResult(student, lab, 1, [TestResult("test_x", score, 100, "")], [])

@@ -1,5 +1,5 @@
 """What a process about to run student code forgets and refuses: the grader but for the probes it
-runs, and the packages that differentiate (``autograder.guard``)."""
+runs, and the packages that differentiate (``autograder.sandbox.guard``)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -9,11 +9,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from autograder import guard, probes
+from autograder import probes
+from autograder.sandbox import guard
 kept = probes.lab_probes("lab2_graphs")
 guard.hide_autograder(keep=["autograder.probes", kept])
 results = {{}}
-for name in ("autograder.checks", "autograder.checks.lab2", "autograder.runner", "autograd",
+for name in ("autograder.checks", "autograder.checks.lab2", "autograder.pytest_path.runner", "autograd",
              "autograd.numpy", "torch", "hypothesis"):
     try:
         __import__(name)
@@ -31,7 +32,7 @@ def test_the_grader_and_other_differentiators_cannot_be_imported_but_the_probes_
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     results = eval(done.stdout.strip().splitlines()[-1])
-    for name in ("autograder.checks", "autograder.checks.lab2", "autograder.runner"):
+    for name in ("autograder.checks", "autograder.checks.lab2", "autograder.pytest_path.runner"):
         assert results[name] == "the autograder cannot be imported from a submission", name
     for name in ("autograd", "autograd.numpy", "torch", "hypothesis"):
         assert results[name].startswith(f"{name.split('.')[0]} cannot be imported while a lab "

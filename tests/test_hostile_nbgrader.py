@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 import hostile_cases as cases
-from autograder import cli, course
+from autograder import cli
+from autograder.nbgrader_path import course
 from residue import digest
 
 @pytest.fixture(scope="module")

@@ -73,10 +73,49 @@ def _cycle(graph):
 
 def test_no_module_imports_itself_round_a_circle():
     modules = _modules()
-    assert {"mini.autodiff", "autograder.checks", "autograder.runner"} <= set(modules)
+    assert {"mini.autodiff", "autograder.checks", "autograder.pytest_path.runner"} <= set(modules)
     graph = {name: _imports(name, path, modules) for name, path in modules.items()}
     assert "mini.answers" in graph["mini.table"]            # edges are read
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
+def _groups(graph):
+    """The graph of the grader's groups: each sub-package of ``autograder`` (``sandbox``,
+    ``nbgrader_path``, ...) and each of its top-level modules (``labs``, ``hidden``, ...) is one
+    node; an edge is any import from one group into another."""
+    def group(name):
+        parts = name.split(".")
+        return ".".join(parts[:2]) if parts[0] == "autograder" else parts[0]
+    grouped = {}
+    for name, targets in graph.items():
+        grouped.setdefault(group(name), set()).update(
+            group(target) for target in targets if group(target) != group(name))
+    return grouped
+
+
+def test_no_package_imports_itself_round_a_circle():
+    modules = _modules()
+    groups = _groups({name: _imports(name, path, modules) for name, path in modules.items()})
+    assert {"autograder.sandbox", "autograder.checks", "autograder.nbgrader_path"} <= set(groups)
+    assert "autograder.checks" in groups["autograder.hidden"]            # edges are read
+    assert _cycle(groups) is None, " -> ".join(_cycle(groups))
+
+
+def test_the_two_grading_paths_do_not_import_each_other():
+    """What both paths need (the lab and notebook facts, the checks, the sandbox) lives below
+    them, so either path can change without the other."""
+    modules = _modules()
+    groups = _groups({name: _imports(name, path, modules) for name, path in modules.items()})
+    assert "autograder.pytest_path" not in groups["autograder.nbgrader_path"]
+    assert "autograder.nbgrader_path" not in groups["autograder.pytest_path"]
+    assert "autograder.notebooks" in groups["autograder.nbgrader_path"] & groups["autograder.pytest_path"]
+
+
+def test_the_sandbox_knows_no_lab():
+    """The sandbox is a mechanism: nothing in it imports the labs, the checks or mini."""
+    modules = _modules()
+    groups = _groups({name: _imports(name, path, modules) for name, path in modules.items()})
+    assert groups["autograder.sandbox"] <= {"autograder.__init__", "autograder"}, groups["autograder.sandbox"]
 
 
 def test_the_cycle_finder_finds_one():

@@ -32,7 +32,8 @@ import pytest
 import yaml
 
 from answer_search import code_passages, solution_passages, working_answers
-from autograder import edition, kit
+from autograder import edition
+from autograder.deliveries import kit
 from autograder.labs import LABS, needs, withheld_marks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from autograder.checks import lab1
-from autograder.runner import source_notebook
+from autograder.notebooks import source_notebook
 
 from wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,
                         loses_its_share_on_the_pytest_path, verdict)

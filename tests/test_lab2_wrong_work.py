@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from autograder.checks import lab2
-from autograder.runner import source_notebook
+from autograder.notebooks import source_notebook
 from mini.graph import CycleError
 
 from wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,

@@ -24,7 +24,7 @@ import pytest
 from autograder import probes
 from autograder.checks import answer, case_for, checks_of, lab3
 from autograder.checks.lab3 import reverse
-from autograder.runner import source_notebook
+from autograder.notebooks import source_notebook
 
 from wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,
                         loses_its_share_on_the_pytest_path, namespace_through, verdict)

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from autograder.checks import checks_of
-from autograder.runner import source_notebook
+from autograder.notebooks import source_notebook
 
 from wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,
                         loses_its_share_on_the_pytest_path, namespace_through, verdict)

@@ -20,7 +20,9 @@ and MORE_SLIPS are graded on the nbgrader path too.
 import nbformat
 import pytest
 
-from autograder import cli, course, runner
+from autograder import cli, notebooks
+from autograder.nbgrader_path import course
+from autograder.pytest_path import runner
 from autograder.checks import checks_of
 
 from wrong_work import SEED, VISIBLE, named_in, namespace_through, points_lost, verdict
@@ -265,7 +267,7 @@ NARROW = {
 
 def _notebook(wrong):
     """The solution notebook with the solution blocks of ``wrong``'s fill-ins replaced."""
-    nb = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    nb = nbformat.read(notebooks.source_notebook(LAB), as_version=4)
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in wrong:
@@ -277,7 +279,7 @@ def _notebook(wrong):
 
 def _expected(wrong):
     lost = points_lost(LAB, {fill_in: failed for fill_in, (_, _, failed) in wrong.items()})
-    return {grade_id: points - lost.get(grade_id, 0) for grade_id, points in runner.test_cells(LAB)}
+    return {grade_id: points - lost.get(grade_id, 0) for grade_id, points in notebooks.test_cells(LAB)}
 
 
 def _graded_on_the_pytest_path(tmp_path, wrong):

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import runner  # noqa: E402
+from autograder import notebooks
 from autograder.checks import LABS  # noqa: E402
 
 SHORT = 2                                    # lines: a fill-in this short is a formula, not a build
@@ -39,7 +39,7 @@ def workload(lab):
     """``[(fill-in name, lines of one solution block, that block's share of the points)]``: a
     cell's points are split evenly over its blocks."""
     nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
-    points = dict(runner.test_cells(lab))
+    points = dict(notebooks.test_cells(lab))
     rows = []
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):

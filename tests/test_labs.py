@@ -7,7 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, labs, runner
+from autograder import labs, notebooks
+from autograder.nbgrader_path import course
 from autograder.checks import LABS, behaviours_of, checks_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ def test_release_holds_no_solution_and_no_hidden_test(lab):
 
 @pytest.mark.parametrize("lab", LABS)
 def test_points_add_up_to_100_and_every_test_cell_has_checks(lab):
-    cells = runner.test_cells(lab)
+    cells = notebooks.test_cells(lab)
     assert sum(points for _, points in cells) == 100
     checks = checks_of(lab)
     assert sorted(checks) == sorted(labs.fill_in_tested_by(grade_id) for grade_id, _ in cells)
@@ -68,7 +69,7 @@ def test_points_add_up_to_100_and_every_test_cell_has_checks(lab):
 
 @pytest.mark.parametrize("lab", LABS)
 def test_each_behaviour_of_a_fill_in_is_worth_a_readable_share_and_has_checks_of_its_own(lab):
-    points = dict(runner.test_cells(lab))
+    points = dict(notebooks.test_cells(lab))
     for fill_in, behaviours in behaviours_of(lab).items():
         total = sum(parts for parts, _ in behaviours.values())
         for behaviour, (parts, checks) in behaviours.items():

@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import runner
+from autograder import notebooks
+from autograder.pytest_path import runner
 from autograder.checks import LABS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ def _fill_ins(lab):
 @pytest.mark.parametrize("lab", LABS)
 def test_grades_solution_release_and_each_broken_fill_in(lab, tmp_path):
     """Solution 100, release 0, and each fill-in broken alone loses exactly its own points."""
-    points = dict(runner.test_cells(lab))
+    points = dict(notebooks.test_cells(lab))
     solution = tmp_path / "solution.ipynb"
     nbformat.write(_solution_with(lab), solution)
     assert runner.grade_submission(solution, lab, "s", seed=7).score == 100

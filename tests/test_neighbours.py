@@ -21,7 +21,8 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from autograder import cgroups, samples
+from autograder.sandbox import cgroups
+from autograder.demo import samples
 
 LAB = "lab2_graphs"
 DISK_FILLER = """

@@ -13,7 +13,8 @@ import nbformat
 
 import pytest
 
-from autograder import cli, samples
+from autograder import cli
+from autograder.demo import samples
 from autograder.demo import STUDENTS
 
 SEEDS = (1, 2, 3, 4, 5)

@@ -26,7 +26,7 @@ NAMESPACES = sandbox._minimal_root_works()
 PRELUDE = f"""
 import os, signal, subprocess, sys, time
 sys.path.insert(0, {str(ROOT)!r})
-from autograder import pid_namespace
+from autograder.sandbox import pid_namespace
 pid_namespace.enter()
 """
 
@@ -49,7 +49,7 @@ def ended_within(seconds):
 
 if not NAMESPACES:
     def test_without_user_namespaces_entering_fails_with_a_reason():
-        from autograder import pid_namespace
+        from autograder.sandbox import pid_namespace
         with pytest.raises(OSError, match="CLONE_NEWPID"):
             pid_namespace.enter()
 else:

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import runner, samples, sandbox
+from autograder import sandbox
+from autograder.pytest_path import runner
+from autograder.demo import samples
 from autograder.checks import LABS
 from autograder.demo import STUDENTS
 

@@ -19,14 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cgroups, runner, samples
+from autograder import notebooks
+from autograder.sandbox import cgroups
+from autograder.pytest_path import runner
+from autograder.demo import samples
 
 LAB = "lab2_graphs"
 KINDS = ["full", "bug", "full", "bug"]
 
 
 def _expected(kind):
-    return 100 - (dict(runner.test_cells(LAB))["test_" + samples.BUGS[LAB][0]]
+    return 100 - (dict(notebooks.test_cells(LAB))["test_" + samples.BUGS[LAB][0]]
                   if kind == "bug" else 0)
 
 

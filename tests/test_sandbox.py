@@ -25,7 +25,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, course, edition, landlock, sandbox
+from autograder import cli, edition, sandbox
+from autograder.nbgrader_path import course
+from autograder.sandbox import landlock
 from residue import digest, leftovers
 
 ROOT = Path(__file__).resolve().parent.parent

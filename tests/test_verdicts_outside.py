@@ -16,7 +16,9 @@ import pytest
 from nbformat import v4
 from nbgrader.utils import determine_grade
 
-from autograder import cli, course, hidden, probes, runner, sandbox
+from autograder import cli, hidden, notebooks, probes, sandbox
+from autograder.nbgrader_path import course
+from autograder.pytest_path import runner
 from autograder.checks import cases, lab2
 from autograder.probes import MIME
 
@@ -80,7 +82,7 @@ def attacker(release, attack):
     """The released lab with the quiz answered, a build_running_example fixed to the visible
     test's inputs, and ``attack`` in a cell after the imports."""
     nb = nbformat.read(release / LAB / f"{LAB}.ipynb", as_version=4)
-    solution = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    solution = nbformat.read(notebooks.source_notebook(LAB), as_version=4)
     for grade_id in ("quiz_graph", "quiz_values", "build_running_example"):
         _cell(nb, grade_id).source = _cell(solution, grade_id).source
     fill_in = _cell(nb, "build_running_example")
@@ -92,7 +94,7 @@ def attacker(release, attack):
 
 def shifts_x():
     """lab 3's solution, but numerical_grad leaves x shifted by h: only a visible test sees it."""
-    nb = nbformat.read(runner.source_notebook("lab3_autodiff"), as_version=4)
+    nb = nbformat.read(notebooks.source_notebook("lab3_autodiff"), as_version=4)
     fill_in = _cell(nb, "numerical_grad")
     for old, new in (("x = np.array(x, dtype=np.float64)", "x = np.asarray(x, dtype=np.float64)"),
                      ("        x[i] = original\n", "        x[i] = original + h\n")):
@@ -145,7 +147,7 @@ def test_an_attack_on_the_verdict_gains_nothing(graded, name):
 
 def test_a_visible_test_failure_costs_the_cell_on_both_paths(graded):
     scores, _ = graded
-    expected = 100 - dict(runner.test_cells("lab3_autodiff"))["test_numerical_grad"]
+    expected = 100 - dict(notebooks.test_cells("lab3_autodiff"))["test_numerical_grad"]
     assert scores[SHIFTS_X] == (expected, expected)
 
 
@@ -156,7 +158,7 @@ def test_a_failed_hidden_check_says_why_in_the_cell(graded):
               if out.output_type == "error"]
     assert [out.ename for out in errors] == ["HiddenCheckFailed"]
     assert errors[0].evalue.startswith("hidden checks for build_running_example (seed ")
-    source = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    source = nbformat.read(notebooks.source_notebook(LAB), as_version=4)
     assert _cell(nb, "test_build_running_example").source == _cell(
         source, "test_build_running_example").source          # the cell keeps its own source
 
@@ -182,7 +184,7 @@ def _drawn(seed):
 
 def _right(seed):
     """The outcomes the solution's build_running_example gives on the cases of ``seed``."""
-    solution = nbformat.read(runner.source_notebook(LAB), as_version=4)
+    solution = nbformat.read(notebooks.source_notebook(LAB), as_version=4)
     namespace = {}
     exec("import mini\nfrom mini import Node\n" + _cell(solution, "build_running_example").source,
          namespace)
@@ -252,7 +254,7 @@ def test_judge_scores_the_behaviours_that_passed_as_the_cells_value():
 
 def test_the_visible_part_leaves_out_the_hidden_section():
     source = "a = 1\n### BEGIN HIDDEN TESTS\ngrade('lab2', 'x', globals())\n### END HIDDEN TESTS\n"
-    assert hidden.visible_part(source) == "a = 1\n"
+    assert notebooks.visible_part(source) == "a = 1\n"
     call = hidden.hidden_call(source, LAB, "toposort", cases(LAB, "toposort", 4), "abc")
     assert "grade(" not in call
     tasks = json.dumps([case.task() for case in cases(LAB, "toposort", 4)])

@@ -4,10 +4,11 @@ import csv
 
 import nbformat
 
-from autograder import cli, probes, runner
+from autograder import cli, notebooks, probes
+from autograder.pytest_path import runner
 from autograder.checks import answer, behaviours_of, case_for, checks_of, verify
 from autograder.labs import test_cell_of
-from autograder.runner import source_notebook
+from autograder.notebooks import source_notebook
 
 SEED = 11
 
@@ -19,7 +20,7 @@ def points_lost(lab, wrong):
     """``{test cell id: points}`` that a notebook should lose whose fill-ins get the behaviours
     ``wrong`` names wrong (``{fill_in: [behaviour, ...]}``): each behaviour's share of its cell,
     all of it for :data:`VISIBLE`."""
-    points, lost = dict(runner.test_cells(lab)), {}
+    points, lost = dict(notebooks.test_cells(lab)), {}
     for fill_in, failed in wrong.items():
         behaviours = behaviours_of(lab)[fill_in]
         failed = list(behaviours) if failed == VISIBLE else failed
@@ -50,7 +51,7 @@ def loses_its_share_on_the_nbgrader_path(lab, wrong, notebook, tmp_path, monkeyp
     """:func:`loses_its_share_on_the_pytest_path` on the nbgrader path: the same points, the same
     messages."""
     score, shown = graded_on_the_nbgrader_path(lab, notebook, tmp_path, monkeypatch)
-    full = sum(points for _, points in runner.test_cells(lab))
+    full = sum(points for _, points in notebooks.test_cells(lab))
     assert score == full - sum(_shares_lost(lab, wrong).values())
     _assert_named(wrong, shown)
 

@@ -23,10 +23,10 @@ import re
 import numpy as np
 
 import mini
-from mini import graph as _graph
 from autograder.checks import Case
 from autograder.checks.programs import ancestors, random_program
 from autograder.probes.lab2 import build
+from mini import graph as _graph
 
 OK = "once, after all of its parents"
 RAISED_AS_ASKED = "raised CycleError naming a node on the cycle"

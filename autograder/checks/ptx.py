@@ -35,9 +35,10 @@ import threading
 import time
 from pathlib import Path
 
-from mini.kernels import ptx as kernel_ptx
-from autograder import REPO, cgroups, edition, sandbox
+from autograder import REPO, edition, sandbox
 from autograder.checks import Case
+from autograder.sandbox import cgroups
+from mini.kernels import ptx as kernel_ptx
 
 COMPILE_LIMITS = sandbox.Limits(worker_seconds=120.0, memory_bytes=3 * 2**30,
                                 file_bytes=16 * 2**20, processes=64)

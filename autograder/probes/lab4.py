@@ -25,10 +25,10 @@ import functools
 import numpy as np
 
 import mini
+from autograder.probes import probe, to_plain
 from mini import backend, linear, nn, primitives
 from mini import framework as fw
 from mini import graph as _graph
-from autograder.probes import probe, to_plain
 
 MODULES = {"mini": mini, "mini.primitives": primitives, "mini.linear": linear, "mini.nn": nn}
 """Where the primitives a description names live."""

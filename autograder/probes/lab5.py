@@ -14,8 +14,8 @@ import warnings
 
 import numpy as np
 
-from mini.kernels import ptx
 from autograder.probes import probe
+from mini.kernels import ptx
 
 
 def scalar_function(source):

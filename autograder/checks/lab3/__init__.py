@@ -35,7 +35,7 @@ VJP table: unbroadcast, elementwise_vjps, shape_vjps, log_softmax_vjp), :mod:`.r
 them use in :mod:`.shared`.
 """
 from autograder.checks.lab3 import forward, numerical, reverse, tracing, vjps
-from autograder.checks.lab3.forward import JVP_TABLE_CHECKS, check_jvp_fan_out, check_jvp_layer
+from autograder.checks.lab3.forward import (JVP_TABLE_CHECKS, check_jvp_fan_out, check_jvp_layer)
 from autograder.checks.lab3.numerical import (check_numerical_puts_entries_back,
                                               check_numerical_step)
 from autograder.checks.lab3.reverse import _random_program, check_make_vjp_matrix

@@ -5,8 +5,8 @@ import numpy as np
 
 import mini
 from autograder.checks import Case
-from autograder.checks.lab3.shared import (_arguments, _dims, _ran, _runs, _same_arguments,
-                                           _vjp_of, _x2, _x3)
+from autograder.checks.lab3.shared import (_arguments, _dims, _ran, _runs, _same_arguments, _vjp_of,
+                                           _x2, _x3)
 from autograder.probes.lab3 import program_function
 from autograder.probes.programs import arguments, run_steps
 

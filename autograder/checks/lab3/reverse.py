@@ -7,13 +7,12 @@ import itertools
 import numpy as np
 
 import mini
-from mini.autodiff import Box
 from autograder.checks import Case
-from autograder.checks.lab3.shared import (_describe, _dims, _ran, _same_arguments, _shape,
-                                           _vjp_of)
+from autograder.checks.lab3.shared import (_describe, _dims, _ran, _same_arguments, _shape, _vjp_of)
 from autograder.checks.programs import listing, random_program
 from autograder.probes.lab3 import MISSING, node_key, program_function
 from autograder.probes.programs import run_steps
+from mini.autodiff import Box
 
 # ---------------------------------------------------------------------------------------------
 # backward_pass on graphs pre-traced from programs, their VJPs the nodes' local Jacobians

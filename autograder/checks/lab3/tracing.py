@@ -5,12 +5,12 @@ import functools
 import numpy as np
 
 import mini
-from mini.autodiff import Box
-from mini.primitives import Primitive
 from autograder.checks import Case
 from autograder.checks.lab3.shared import _dims, _shape
 from autograder.probes.lab3 import recorded, written
 from autograder.probes.programs import run_steps
+from mini.autodiff import Box
+from mini.primitives import Primitive
 
 # ---------------------------------------------------------------------------------------------
 # The tracer: the student's Box records the graph mini's records

@@ -7,9 +7,9 @@ import re
 import numpy as np
 
 import mini
-from mini.table import sum_to_shape
 from autograder.checks import Case
 from autograder.checks.lab3.shared import _arguments, _dims, _x2, _x3
+from mini.table import sum_to_shape
 
 # ---------------------------------------------------------------------------------------------
 # unbroadcast, against mini's sum_to_shape, on every way a shape can be broadcast

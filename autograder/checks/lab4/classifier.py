@@ -10,13 +10,13 @@ what the checks of gradients and sgd_update check.
 """
 import numpy as np
 
-from mini import framework as fw
-from mini import nn
 from autograder.checks import Case
 from autograder.checks.lab4.gradients import classifier_inputs, random_batch
 from autograder.checks.lab4.graphs import (built_back, copy_of, description_of, inputs,
                                            values_or_problem)
 from autograder.checks.lab4.graphs import student_graph as _student_graph
+from mini import framework as fw
+from mini import nn
 
 CLASSIFIER_HINT = ("classifier_logits: take the rows of params['embedding'] at ids, then "
                    "x @ W + b with 'hidden', relu, x @ W + b with 'output', then average each "

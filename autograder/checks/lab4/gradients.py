@@ -14,13 +14,13 @@ read (the Variables' old ones, the gradient values) were left as they were.
 import numpy as np
 
 import mini
-from mini import framework as fw
-from mini import nn
 from autograder.checks import Case
 from autograder.checks.lab4.graphs import (copy_of, description_of, inputs, placeholder_values,
                                            program_nodes, random_program, run, student_graph,
                                            values_or_problem)
 from autograder.checks.programs import listing
+from mini import framework as fw
+from mini import nn
 
 GRADIENTS_HINT = ("Build nodes, compute nothing: seed {loss: mini.ones_like(loss)}, visit "
                   "reversed(toposort(loss)), and for each parent of a node add "

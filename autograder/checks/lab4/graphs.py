@@ -14,9 +14,10 @@ import re
 import numpy as np
 
 import mini
-from mini import framework as fw
-from autograder.checks.programs import random_program as drawn_program, run_steps
+from autograder.checks.programs import random_program as drawn_program
+from autograder.checks.programs import run_steps
 from autograder.probes.lab4 import build, describe_nodes, input_node
+from mini import framework as fw
 
 # ---------------------------------------------------------------------------------------------
 # Graphs to describe

@@ -13,15 +13,15 @@ data: no backend is registered or swapped for it.
 import numpy as np
 
 import mini
-from mini import framework as fw
 from autograder.checks import Case
-from autograder.checks.lab4.graphs import (ancestors, copy_of, description_of, homed,
-                                           inputs, names_of, order_report, parents_of,
-                                           program_nodes, prune_order, random_constant_program,
-                                           CaseGraph, asked_fold, asked_prune,
-                                           random_program, student_graph, values_or_problem)
+from autograder.checks.lab4.graphs import (CaseGraph, ancestors, asked_fold, asked_prune, copy_of,
+                                           description_of, homed, inputs, names_of, order_report,
+                                           parents_of, program_nodes, prune_order,
+                                           random_constant_program, random_program, student_graph,
+                                           values_or_problem)
 from autograder.checks.programs import listing
 from autograder.probes.lab4 import NOT_MINIS, signature_pairs, stateful_counter
+from mini import framework as fw
 
 PASS_HINT = ("Walk prune(fetches) in order with a dict {node: stand-in}; a node's stand-in is "
              "rebuilt(node, [stand-ins of its parents]) unless the pass replaces it; return "

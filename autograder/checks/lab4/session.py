@@ -13,12 +13,12 @@ import re
 import numpy as np
 
 import mini
-from mini import framework as fw
-from mini import primitives
 from autograder.checks import Case, focused
 from autograder.checks.lab4.graphs import (copy_of, description_of, inputs, placeholder_values,
                                            program_nodes, random_program, run, without_devices)
 from autograder.checks.programs import listing
+from mini import framework as fw
+from mini import primitives
 
 ONCE = "each node the fetches need, once"
 NONE_LEFT = "none"

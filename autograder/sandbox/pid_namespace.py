@@ -19,19 +19,18 @@ has no handler for, even a ``SIGKILL`` it sends itself, so student code would be
 than it does outside.  The init dies with the stand-in (``PR_SET_PDEATHSIG``); the stand-in
 watches the process that started it.
 """
-import ctypes
 import os
 import select
 import signal
 import struct
 
+from autograder.sandbox.syscalls import (CLONE_NEWPID, MS_NODEV, MS_NOEXEC, MS_NOSUID, PR_SET_PDEATHSIG,
+                                         libc, unshare)
+
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
              signal.SIGUSR2)
 
 STARTER_POLL_SECONDS = 0.5
-_libc = ctypes.CDLL(None, use_errno=True)
-_CLONE_NEWPID, _PR_SET_PDEATHSIG = 0x20000000, 1
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 
 
 def enter():
@@ -45,10 +44,11 @@ def enter():
     """
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     starter = os.getppid()
-    if _libc.unshare(_CLONE_NEWPID) != 0:
-        error = ctypes.get_errno()
+    try:
+        unshare(CLONE_NEWPID, "CLONE_NEWPID")
+    except OSError:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        raise OSError(error, f"unshare(CLONE_NEWPID): {os.strerror(error)}")
+        raise
     status_read, status_write = os.pipe()     # the init tells the stand-in how the student ended
     alive_read, alive_write = os.pipe()       # closed when the stand-in ends
     init = os.fork()
@@ -119,7 +119,7 @@ def _forward_to(pid, mask):
 
 def _die_with_parent(alive_read):
     """Be killed when the stand-in ends, even if it ended before this was asked for."""
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if select.select([alive_read], [], [], 0)[0]:     # end of file: the stand-in has gone
         os._exit(1)
 
@@ -127,5 +127,5 @@ def _die_with_parent(alive_read):
 def _mount_proc():
     """A /proc of this namespace's processes only, where the mount namespace allows it (else
     /proc keeps listing the host's: their numbers still name nothing inside)."""
-    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    _libc.mount(b"proc", b"/proc", b"proc", flags, None)
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    libc.mount(b"proc", b"/proc", b"proc", flags, None)

@@ -5,7 +5,7 @@ runs: Python, ipykernel with IPython, numpy, matplotlib.  A worker grades one su
 another, so it starts one *fork server* inside the sandbox (:func:`start`) that imports all of that
 once, then forks a child for every kernel nbgrader asks for.  The ``mini-grader`` kernelspec runs a
 small client (``CLIENT``) in the kernel's place; the server's child takes the steps a kernel
-started by :mod:`autograder.kernel` takes (limits, its own home and environment, Landlock; with
+started by :mod:`autograder.nbgrader_path.jupyter_kernel` takes (limits, its own home and environment, Landlock; with
 namespaces its own view of the batch's autograded copies) and runs ipykernel.  No student code
 runs in the server, and none can reach it:
 
@@ -21,9 +21,8 @@ terminations, and exits with the kernel's status; when the client is killed, the
 kernel's whole session.  With namespaces a kernel also has a PID namespace of its own, and under
 a grader running as root cgroups of its own: what it starts ends with it, however it left the
 session, and shares the CPU and memory bounds it was given.  Where the server cannot be reached,
-the client starts the kernel the slow way, through :mod:`autograder.kernel`.
+the client starts the kernel the slow way, through :mod:`autograder.nbgrader_path.jupyter_kernel`.
 """
-import ctypes
 import json
 import os
 import selectors
@@ -36,7 +35,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import cgroups, edition, guard, kernel, probes, sandbox
+from autograder import edition, probes, sandbox
+from autograder.nbgrader_path import jupyter_kernel
+from autograder.sandbox import cgroups, guard, syscalls
 
 # What the server imports once, for every kernel: most labs' first cell imports matplotlib's two.
 # Not mini: each lab's kernels import their own student edition of it, with their lab's probes.
@@ -70,8 +71,6 @@ status = server.recv(64).split()
 os._exit(int(status[1]) if status[:1] == [b"exit"] else 1)
 """
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_CLONE_NEWNS = 0x20000
 
 
 def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
@@ -84,7 +83,7 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     grader read-only (:func:`autograder.sandbox.sandboxed`).  Kernels get ``limits``
     (:class:`autograder.sandbox.Limits`), and each imports the student edition of mini of its
     own lab (one of ``labs``, ``autograder.edition.for_grading``) and sees no other.  Given
-    ``cgroup`` (:mod:`autograder.cgroups`), the server runs in a group inside it, and each kernel
+    ``cgroup`` (:mod:`autograder.sandbox.cgroups`), the server runs in a group inside it, and each kernel
     in one of its own there, allowed ``limits.processes`` processes and threads and
     ``limits.memory_bytes`` of memory, with a CPU share equal to each other kernel's, and emptied
     when the kernel ends.
@@ -100,10 +99,10 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
               "folder_bytes": limits.folder_bytes,
               "editions": {lab: sandbox.seen_at(path) for lab, path in editions.items()}}
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
-               "from autograder.forkserver import serve; serve()", json.dumps(config)]
+               "from autograder.nbgrader_path.forkserver import serve; serve()", json.dumps(config)]
     writable = [folder, runtime_dir, cover] + (cgroup or [])   # the kernels' cgroups go there
     command = sandbox.sandboxed(command, keep=writable, editions=editions.values())
-    environment = {**sandbox.student_environment(home, keep=kernel.KEEP),
+    environment = {**sandbox.student_environment(home, keep=jupyter_kernel.KEEP),
                    "IPYTHONDIR": str(home / "ipython")}
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
@@ -121,7 +120,7 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
 def client_command(server_socket):
     """The start of the kernelspec's argv: ask the server at ``server_socket`` for a kernel, or
     run what follows it (the full launcher, ``-f {connection_file}`` at its end)."""
-    names = [*sandbox.STUDENT_VARIABLES, *kernel.KEEP]
+    names = [*sandbox.STUDENT_VARIABLES, *jupyter_kernel.KEEP]
     return [sys.executable, "-I", "-S", "-c", CLIENT, str(server_socket), json.dumps(names),
             "-f", "{connection_file}", "--"]
 
@@ -139,7 +138,7 @@ def serve():
     listener.bind(config["socket"])
     listener.listen(16)
     if config["namespaces"]:        # the socket and this home, out of every child's sight
-        sandbox.mount("none", os.path.dirname(config["socket"]), "tmpfs", sandbox.MS_RDONLY,
+        syscalls.mount("none", os.path.dirname(config["socket"]), "tmpfs", syscalls.MS_RDONLY,
                       "size=4k")
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -267,14 +266,14 @@ def _become_kernel(config, request, keep):
         os.environ.update(request["environment"])
         confinement = config["confinement"] and {
             **config["confinement"], "readable": [*config["confinement"]["readable"], own_edition]}
-        environment = kernel.enter(config["rlimits"], confinement, request["arguments"],
+        environment = jupyter_kernel.enter(config["rlimits"], confinement, request["arguments"],
                                    namespaces=config["namespaces"])
         os.environ.clear()
         os.environ.update(environment)
         tempfile.tempdir = None
         sys.dont_write_bytecode = True
         guard.hide_autograder(keep=["autograder.probes", kept])
-        kernel.run_ipykernel(request["arguments"])
+        jupyter_kernel.run_ipykernel(request["arguments"])
     except SystemExit as leaving:
         os._exit(leaving.code if isinstance(leaving.code, int) else 1)
     except BaseException:       # the sandbox could not be entered: the kernel never ran
@@ -292,19 +291,18 @@ def _own_copy_only(cwd, cover, folder_bytes, hide_cgroups):
     ``cwd`` is a tmpfs of ``folder_bytes`` holding a copy of the submission's autograded folder:
     what the kernel writes there is bounded, takes no room in the course folder, and is gone
     when the kernel ends (the grader writes the executed notebook itself)."""
-    if _libc.unshare(_CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    syscalls.unshare(syscalls.CLONE_NEWNS, "CLONE_NEWNS")
     own = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)    # read below, once covered
-    sandbox.mount(None, "/tmp", None, sandbox.MS_REMOUNT | sandbox.MS_BIND | sandbox.MS_RDONLY,
+    syscalls.mount(None, "/tmp", None, syscalls.MS_REMOUNT | syscalls.MS_BIND | syscalls.MS_RDONLY,
                   None)
-    sandbox.mount("none", cover, "tmpfs", 0, "size=64k")
+    syscalls.mount("none", cover, "tmpfs", 0, "size=64k")
     os.makedirs(cwd)
-    sandbox.mount("none", cwd, "tmpfs", 0, f"size={int(folder_bytes)}")
+    syscalls.mount("none", cwd, "tmpfs", 0, f"size={int(folder_bytes)}")
     _copy_into(own, cwd)
-    sandbox.mount(None, cover, None, sandbox.MS_REMOUNT | sandbox.MS_RDONLY, None)
+    syscalls.mount(None, cover, None, syscalls.MS_REMOUNT | syscalls.MS_RDONLY, None)
     os.close(own)
     if hide_cgroups:
-        sandbox.mount("none", "/sys/fs/cgroup", "tmpfs", sandbox.MS_RDONLY, "size=4k")
+        syscalls.mount("none", "/sys/fs/cgroup", "tmpfs", syscalls.MS_RDONLY, "size=4k")
 
 
 def _copy_into(source, folder):

@@ -7,14 +7,14 @@ processes (as the pytest path's worker is capped), points file descriptors 1 and
 the descriptors no longer reach the instructor's terminal), and replaces the environment with a
 short list, so no variable of the instructor's reaches student code, not even through
 ``/proc/self/environ``.  With namespaces it first takes a PID namespace of its own
-(:mod:`autograder.pid_namespace`), so that whatever the kernel starts ends with it, and last drops
+(:mod:`autograder.sandbox.pid_namespace`), so that whatever the kernel starts ends with it, and last drops
 every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel
 confines itself to it: it may read its connection file and the student edition of mini, and write
 only its folder (the autograded copy it starts in), its temporary home (beside its connection
 file) and the folder of its IPC sockets.  That step, with importing the student half of the lab's
 checks, hiding the grader's source, and dropping the capabilities, is taken after ``execve``, in
 the kernel's own interpreter (:func:`seal`).  A batch's worker starts most kernels faster, by
-forking them from :mod:`autograder.forkserver`, which takes the same steps (:func:`enter`) in each
+forking them from :mod:`autograder.nbgrader_path.forkserver`, which takes the same steps (:func:`enter`) in each
 child.
 
     python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
@@ -25,9 +25,10 @@ import os
 import sys
 import tempfile
 
-from autograder import capabilities, guard, pid_namespace, probes, sandbox
+from autograder import probes, sandbox
 from autograder.labs import LABS
-from autograder.sandbox import REPO, confine, set_limits, student_environment, user_tasks
+from autograder.sandbox import (REPO, capabilities, confine, guard, pid_namespace, set_limits,
+                                student_environment, user_tasks)
 
 # beyond what the pytest path's worker keeps: the parent's pid (ipykernel exits when it does; not
 # kept in a PID namespace of its own, where the namespace ends with the parent instead) and the
@@ -46,7 +47,7 @@ def main():
     sealing = json.dumps({"confinement": confinement, "namespaces": namespaces,
                           "edition": edition})
     start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-             "from autograder.kernel import seal, run_ipykernel; seal(sys.argv.pop(1)); "
+             "from autograder.nbgrader_path.jupyter_kernel import seal, run_ipykernel; seal(sys.argv.pop(1)); "
              "run_ipykernel()")
     os.execve(sys.executable, [sys.executable, "-I", "-c", start, sealing, *kernel_arguments],
               environment)
@@ -95,7 +96,7 @@ def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):
     """Take this process into the kernel's sandbox; return the environment the kernel runs with.
 
     With ``namespaces`` it continues in a PID namespace of its own and, once the steps below are
-    taken, drops every capability (:mod:`autograder.capabilities`).  It sets ``rlimits``
+    taken, drops every capability (:mod:`autograder.sandbox.capabilities`).  It sets ``rlimits``
     (:meth:`autograder.sandbox.Limits.rlimits`), makes the kernel's home beside its connection
     file, confines the process (``confinement`` from :func:`autograder.sandbox.confinement`, or
     None), and points descriptors 1 and 2 at /dev/null.  Reads the grader's variables from

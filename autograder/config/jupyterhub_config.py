@@ -26,7 +26,7 @@ EXCHANGE = Path("/srv/nbgrader/exchange")   # mode 1777, made by `python -m auto
 FORMGRADER_PORT = 9999
 # ----------------------------------------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GRADER_ENV = REPO / ".venv"
 COURSE_ID = "mini"                          # nbgrader_config.py's CourseDirectory.course_id
 
@@ -61,7 +61,7 @@ c.JupyterHub.services = [{
     "command": [str(GRADER_ENV / "bin" / "jupyterhub-singleuser"),
                 f"--ServerApp.root_dir={COURSE}"],
     "user": GRADER,
-    "cwd": str(REPO / "autograder"),
+    "cwd": str(REPO / "autograder" / "config"),
     "environment": {"MINI_COURSE_DIR": str(COURSE), "MINI_EXCHANGE_DIR": str(EXCHANGE),
                     "JUPYTERHUB_DEFAULT_URL": "/lab"},
     "oauth_no_confirm": True,

@@ -13,9 +13,10 @@ arm64 share their numbers).
 import ctypes
 import os
 
+from autograder.sandbox.syscalls import PR_SET_NO_NEW_PRIVS, checked, libc
+
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _RULE_PATH_BENEATH = 1
-_PR_SET_NO_NEW_PRIVS = 38
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _CHANGE_TREE = sum(1 << bit for bit in range(4, 13))   # remove and make files, folders, sockets...
@@ -24,9 +25,6 @@ _FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE   # what a rule on a 
 READ = EXECUTE | READ_FILE | READ_DIR
 _NET_TCP = 0b11                                        # bind, connect (ABI 4)
 _SCOPES = 0b11                                         # abstract Unix sockets, signals (ABI 6)
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
 
 
 class _Ruleset(ctypes.Structure):
@@ -40,7 +38,7 @@ class _PathBeneath(ctypes.Structure):
 
 def version():
     """The Landlock ABI this kernel offers (0: none)."""
-    return max(0, _libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
+    return max(0, libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
 
 
 def restrict(readable, writable, listable=()):
@@ -55,14 +53,14 @@ def restrict(readable, writable, listable=()):
         TRUNCATE if abi >= 3 else 0)
     ruleset = _Ruleset(handled, _NET_TCP if abi >= 4 else 0, _SCOPES if abi >= 6 else 0)
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    fd = _checked(_libc.syscall(_CREATE_RULESET, ctypes.byref(ruleset), ctypes.c_size_t(size),
+    fd = checked(libc.syscall(_CREATE_RULESET, ctypes.byref(ruleset), ctypes.c_size_t(size),
                                 ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
         for paths, rights in ((readable, READ), (writable, handled), (listable, READ_DIR)):
             for path in paths:
                 _allow(fd, path, rights)
-        _checked(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-        _checked(_libc.syscall(_RESTRICT_SELF, fd, ctypes.c_uint32(0)), "landlock_restrict_self")
+        checked(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        checked(libc.syscall(_RESTRICT_SELF, fd, ctypes.c_uint32(0)), "landlock_restrict_self")
     finally:
         os.close(fd)
 
@@ -76,14 +74,7 @@ def _allow(ruleset_fd, path, rights):
         if not os.path.isdir(path):
             rights &= _FILE_RIGHTS
         rule = _PathBeneath(rights, target)
-        _checked(_libc.syscall(_ADD_RULE, ruleset_fd, ctypes.c_int(_RULE_PATH_BENEATH),
+        checked(libc.syscall(_ADD_RULE, ruleset_fd, ctypes.c_int(_RULE_PATH_BENEATH),
                                ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule {path}")
     finally:
         os.close(target)
-
-
-def _checked(result, what):
-    if result < 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{what}: {os.strerror(error)}")
-    return result

@@ -7,9 +7,9 @@ feedback travel between instructor and students through nbgrader's exchange fold
 """
 import os
 
-from autograder.course import (REPO, course_dir, exchange_dir, find_nbgrader_tools,
-                               template_folders)
-from autograder.formgrader import inside_jupyter_server
+from autograder.nbgrader_path.course import (REPO, course_dir, exchange_dir, find_nbgrader_tools,
+                                             template_folders)
+from autograder.nbgrader_path.formgrader import inside_jupyter_server
 from autograder.sandbox import Limits
 
 COURSE = course_dir()
@@ -27,7 +27,7 @@ c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
 
 # The exchange: release_assignment writes to it, students fetch from and submit to it, collect and
 # release_feedback read and write it.  Every person's nbgrader must name the same folder, writable
-# by all with the sticky bit (mode 1777, made by autograder.course.ensure_exchange).  On a shared
+# by all with the sticky bit (mode 1777, made by autograder.nbgrader_path.course.ensure_exchange).  On a shared
 # server (JupyterHub) it is a system folder outside any home, /srv/nbgrader/exchange, which the
 # hub passes to every server as MINI_EXCHANGE_DIR (autograder/jupyterhub_config.py); students read
 # it from autograder/student_nbgrader_config.py.  Without that variable (a laptop, one account
@@ -43,10 +43,10 @@ c.Execute.timeout = int(os.environ.get("MINI_CELL_TIMEOUT") or Limits.cell_secon
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 # A submission that deleted a test cell gets it back (graded as usual), instead of a silent
 # "needs manual grade"; one that duplicated, split or re-marked cells gets the lab's cells back
-# (autograder.preprocessors.RestoreCells).
+# (autograder.nbgrader_path.preprocessors.RestoreCells).
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
-    "autograder.preprocessors.RestoreCells",
+    "autograder.nbgrader_path.preprocessors.RestoreCells",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -54,33 +54,33 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # The hidden checks' verdicts are decided here, not in the kernel, and a cell that kills its kernel
-# costs that cell only (autograder.preprocessors.VerdictsOutsideKernel);
+# costs that cell only (autograder.nbgrader_path.preprocessors.VerdictsOutsideKernel);
 # what a cell prints is kept to 20,000 characters (CutOutput).
 c.Autograde.autograde_preprocessors = [
-    "autograder.preprocessors.VerdictsOutsideKernel",
+    "autograder.nbgrader_path.preprocessors.VerdictsOutsideKernel",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.preprocessors.CutOutput",
-    "autograder.preprocessors.StderrIsNotFailure",
+    "autograder.nbgrader_path.preprocessors.CutOutput",
+    "autograder.nbgrader_path.preprocessors.StderrIsNotFailure",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # The formgrader's Autograde button runs these preprocessors in the Jupyter server; its kernels are
-# the sandboxed ones `python -m autograder autograde` starts (autograder.formgrader).
+# the sandboxed ones `python -m autograder autograde` starts (autograder.nbgrader_path.formgrader).
 if inside_jupyter_server():
-    c.ResilientExecute.kernel_manager = "autograder.formgrader.SandboxedKernelManager"
+    c.ResilientExecute.kernel_manager = "autograder.nbgrader_path.formgrader.SandboxedKernelManager"
 # Only notebooks are copied from a submission to where it runs: a numpy.py, sitecustomize.py or
 # .pth shipped beside the notebook is never importable while grading.  Nor is the batch's marker
-# of a graded submission (autograder.batch.MARKER) copied on into its feedback.
+# of a graded submission (autograder.nbgrader_path.batch.MARKER) copied on into its feedback.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py",
                             "*.pth", "*.so", "*.pyd", "*.egg-link", ".mini-graded"]
 # Feedback shows the student their results without the hidden tests, and a written answer not
 # graded yet as pending (autograder/templates/feedback, found before nbgrader's own page).
 c.HTMLExporter.extra_template_basedirs = template_folders()
 c.GenerateFeedback.preprocessors = [
-    "autograder.preprocessors.GradesWithPending",
+    "autograder.nbgrader_path.preprocessors.GradesWithPending",
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

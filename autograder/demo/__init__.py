@@ -1,7 +1,7 @@
 """The end-to-end demo (README's first command): a course run on generated submissions.
 
 In a new folder (kept afterwards, its path printed) it releases every lab, writes five sample students' submissions for each
-(``autograder.samples``), collects them, autogrades them with nbgrader and grades them with the
+(``autograder.demo.samples``), collects them, autogrades them with nbgrader and grades them with the
 pytest path, generates feedback, exports the gradebook, and prints one table: each student's score
 per lab from both paths.
 """
@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import samples
+from autograder.demo import samples
 
 STUDENTS = {"full": "ada", "untouched": "ben", "bug": "cy", "loops": "dee", "no_test": "eve"}
 
@@ -20,7 +20,7 @@ def run(cli, keep=None, labs="all"):
     """The demo in ``keep`` (default: a new temporary folder), each step a command line given to
     ``cli`` (``autograder.cli.main``, which hands the ``demo`` command here) as a user would type
     it; returns 1 if a step failed."""
-    from autograder import course
+    from autograder.nbgrader_path import course
 
     root = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="mini-demo-"))
     root.mkdir(parents=True, exist_ok=True)

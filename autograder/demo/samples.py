@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.labs import test_cell_of
-from autograder.runner import source_notebook, test_cells
+from autograder.notebooks import is_test_cell, source_notebook, test_cells
 
 KINDS = ("full", "untouched", "bug", "loops", "no_test")
 
@@ -50,8 +50,7 @@ def make(kind, lab, release_folder):
         cell.source = "while True:   # waiting for something that never comes\n    pass\n" \
             + cell.source
     elif kind == "no_test":
-        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
-                 and not c.metadata["nbgrader"].get("solution")]
+        tests = [c for c in nb.cells if is_test_cell(c)]
         nb.cells.remove(tests[-1])
     elif kind != "full":
         raise ValueError(f"unknown sample kind {kind!r}; the kinds are {', '.join(KINDS)}")

@@ -5,14 +5,14 @@ this machine allows (:func:`isolation`):
 
 * ``namespaces`` (Linux with unprivileged user namespaces): :func:`sandboxed` runs the command in
   new user, mount and network namespaces (``unshare``), in a minimal root of its own
-  (:mod:`autograder.minimal_root`): the system, Python, mini and the grader read-only, the
+  (:mod:`autograder.sandbox.minimal_root`): the system, Python, mini and the grader read-only, the
   submission's own folders writable, a private /tmp, and nothing else of the host's files, so a
   submission can neither read answers anywhere on the machine nor change what grades the next one;
 * ``landlock`` (no user namespaces, Linux 6.7+): no namespaces, but the Landlock confinement below;
 * ``none``: resource limits only.
 
 Wherever Landlock is available (both first kinds), the student-code process also confines itself
-before any student code runs (:func:`confinement`, ``autograder.landlock``): only the system,
+before any student code runs (:func:`confinement`, ``autograder.sandbox.landlock``): only the system,
 Python and mini may be read, only its own folders written, no TCP.  Without namespaces that
 allow-list is what keeps answers elsewhere on the machine (another checkout, a temporary folder,
 a home folder) out of reach; with them it is a second layer.  Every result says what it had
@@ -22,7 +22,7 @@ machine allows: an instructor checking what a grader without user namespaces doe
 nbgrader talks to its Jupyter kernels over sockets; in a network namespace a kernel cannot reach
 the grader's loopback, so grading kernels use Jupyter's IPC transport (Unix sockets in files).
 """
-import ctypes
+import contextlib
 import dataclasses
 import functools
 import json
@@ -35,8 +35,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import REPO, capabilities, cgroups, landlock, minimal_root
-from autograder.minimal_root import MS_BIND, MS_RDONLY, MS_REMOUNT, mount  # noqa: F401 (forkserver)
+from autograder import REPO
+from autograder.sandbox import capabilities, cgroups, landlock, minimal_root, syscalls
+from autograder.sandbox.syscalls import MS_BIND, MS_RDONLY, mount
 
 KERNEL_NAME = "mini-grader"
 KINDS = ("namespaces", "namespaces-only", "landlock", "none")
@@ -60,7 +61,7 @@ def isolation():
 
 def _minimal_root_works():
     """Whether Python starts in a minimal root here: user namespaces are allowed, and every
-    step of building the root (:mod:`autograder.minimal_root`) succeeds.  Where one fails,
+    step of building the root (:mod:`autograder.sandbox.minimal_root`) succeeds.  Where one fails,
     :func:`isolation` falls back to the next kind, as :func:`isolation_note` then says."""
     if not shutil.which("unshare"):
         return False
@@ -126,7 +127,7 @@ def set_limits(rlimits, tasks):
     """Apply :meth:`Limits.rlimits` to this process, for good; ``tasks`` is what the user ran
     before (:func:`user_tasks`), since ``RLIMIT_NPROC`` counts all of the user's processes and
     threads.  That one does not bind root: a grader running as root counts them in a cgroup
-    instead (:mod:`autograder.cgroups`)."""
+    instead (:mod:`autograder.sandbox.cgroups`)."""
     for name, value in rlimits.items():
         value += tasks if name == "NPROC" else 0
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
@@ -134,12 +135,10 @@ def set_limits(rlimits, tasks):
 
 def start_limited(rlimits, tasks, group):
     """In a child the grader starts for student code or its compiler, before ``exec``: die with
-    the grader (no orphan keeps running), join its cgroups ``group`` (:mod:`autograder.cgroups`)
+    the grader (no orphan keeps running), join its cgroups ``group`` (:mod:`autograder.sandbox.cgroups`)
     and take ``rlimits`` (:func:`set_limits`)."""
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    with contextlib.suppress(AttributeError):           # no prctl: not Linux
+        syscalls.libc.prctl(syscalls.PR_SET_PDEATHSIG, signal.SIGKILL)
     cgroups.join(group)
     set_limits(rlimits, tasks)
 
@@ -204,7 +203,7 @@ OTHER_DIFFERENTIATORS = ("autograd", "torch", "jax", "jaxlib", "tensorflow", "hy
 """Packages that compute derivatives, or the tests' tools (hypothesis): test and benchmark extras
 that the course's grading environment and the kit do not install.  Where one is installed
 beside the grader all the same (a developer's environment), student code finds it empty
-(namespaces) and cannot import it (:func:`autograder.guard.hide_autograder`'s hook)."""
+(namespaces) and cannot import it (:func:`autograder.sandbox.guard.hide_autograder`'s hook)."""
 
 
 def other_differentiators():
@@ -237,7 +236,7 @@ def seal_off(spec, namespaces):
     """Take from this process, for good, the grader's source and its last rights, in the one
     order that works: with ``namespaces``, an empty folder over the grader (:func:`cover`), while
     mounting is still allowed; Landlock's ``spec``, which forbids mounting; and, with
-    ``namespaces``, every capability dropped (:mod:`autograder.capabilities`)."""
+    ``namespaces``, every capability dropped (:mod:`autograder.sandbox.capabilities`)."""
     if namespaces:
         cover([GRADER])
     confine(spec)
@@ -246,7 +245,7 @@ def seal_off(spec, namespaces):
 
 
 def sandboxed(command, keep=(), editions=(), private_bytes=None):
-    """``command`` with no network, in a minimal root of its own (:mod:`autograder.minimal_root`):
+    """``command`` with no network, in a minimal root of its own (:mod:`autograder.sandbox.minimal_root`):
     of the host's files only the system, Python with its packages (none of
     :data:`OTHER_DIFFERENTIATORS`) and the grader, read-only, the folders ``keep``, read-write,
     each at its own path, and the student editions of mini ``editions``, read-only, each where
@@ -266,7 +265,8 @@ def _in_minimal_root(command, keep, editions=(), private_bytes=None):
               "editions": list(map(str, editions)), "writable": list(map(str, keep)),
               "covered": other_differentiators(), "private_bytes": private_bytes}
     return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--", sys.executable,
-            "-I", "-S", str(Path(__file__).with_name("minimal_root.py")), json.dumps(layout),
+            "-I", "-S", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+            "from autograder.sandbox.minimal_root import main; main()", json.dumps(layout),
             *command]
 
 
@@ -336,23 +336,23 @@ def _font_lists():
 
 def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
     """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
-    :mod:`autograder.kernel` with ``limits`` (:class:`Limits`), in the folder named by
+    :mod:`autograder.nbgrader_path.jupyter_kernel` with ``limits`` (:class:`Limits`), in the folder named by
     ``$MINI_KERNEL_HOME`` (the submission's autograded copy), with the student edition of mini
     in the folder named by ``$MINI_EDITION`` (``autograder.edition.for_grading`` of the lab).  Under Landlock the kernel may also
     write its own folders; it reads the grader only until it is sealed
-    (:func:`autograder.kernel.seal`).
+    (:func:`autograder.nbgrader_path.jupyter_kernel.seal`).
 
     Of the host's folders the kernel's root shows only those two writable: the autograded copy
     and ``runtime_dir`` (its connection file and IPC sockets); never ``data_dir``, since a kernel
     that could rewrite this launch file would start the next submission's kernel as it pleased,
     outside the sandbox.  ``through``: a command that the launcher above is handed to as its last
-    arguments (:func:`autograder.forkserver.client_command`: fork the kernel from a server, start
+    arguments (:func:`autograder.nbgrader_path.forkserver.client_command`: fork the kernel from a server, start
     it as above only where the server does not answer).
     """
     folder = Path(data_dir) / "kernels" / KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
     launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-                "from autograder.kernel import main; main()", json.dumps(limits.rlimits()),
+                "from autograder.nbgrader_path.jupyter_kernel import main; main()", json.dumps(limits.rlimits()),
                 json.dumps(confinement([])), json.dumps(isolation() == "namespaces"),
                 "-f", "{connection_file}"]
     argv = [*through, *sandboxed(launcher, keep=["$MINI_KERNEL_HOME", str(runtime_dir)],

@@ -11,7 +11,8 @@ once; a submission whose grading kills more workers than ``distributed.scheduler
 import tempfile
 from pathlib import Path
 
-from autograder import runner
+from autograder import notebooks
+from autograder.pytest_path import runner
 
 
 def grade(scheduler, jobs, seed, limits, progress, workers=1):
@@ -58,5 +59,5 @@ def _result_of(future, lab, student, seed):
         reason = (f"the cluster could not grade this submission: each Dask worker that graded it "
                   f"died ({error})")
     tests = [runner.TestResult(grade_id, 0.0, points, reason)
-             for grade_id, points in runner.test_cells(lab)]
+             for grade_id, points in notebooks.test_cells(lab)]
     return runner.SubmissionResult(student, lab, seed, tests, [reason])

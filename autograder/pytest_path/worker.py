@@ -1,6 +1,6 @@
 """The worker: runs ONE submission's code in its own process and reports plain data.
 
-It is started by ``autograder.runner`` with a JSON request on stdin and never decides a grade.  It
+It is started by ``autograder.pytest_path.runner`` with a JSON request on stdin and never decides a grade.  It
 imports the student edition of mini the request names (the answers of the graded lab, and of
 every lab it does not build on, left out) and the student half of the lab's checks
 (``autograder.probes``), and nothing else of the grader.  It executes the notebook's code cells in
@@ -27,7 +27,7 @@ import signal
 import sys
 import traceback
 
-from autograder import pid_namespace
+from autograder.sandbox import pid_namespace
 
 
 class BoundedText(io.TextIOBase):
@@ -79,7 +79,8 @@ def main():
     # What runs the checks is imported now, before any student code: mini from the student
     # edition, the lab's probes; then the grader's source is out of reach and cannot be imported.
     sys.path.insert(0, request["edition"])
-    from autograder import guard, probes, sandbox
+    from autograder import probes, sandbox
+    from autograder.sandbox import guard
     lab = request["lab"]
     kept = probes.lab_probes(lab)
     guard.hide_autograder(keep=["autograder.probes", kept])

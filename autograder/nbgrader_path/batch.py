@@ -32,8 +32,10 @@ import threading
 import warnings
 from pathlib import Path
 
-from autograder import cgroups, course, edition, forkserver, sandbox
-from autograder.runner import read_notebook
+from autograder import edition, sandbox
+from autograder.nbgrader_path import course, forkserver
+from autograder.notebooks import read_notebook
+from autograder.sandbox import cgroups
 
 MARKER = ".mini-graded"
 
@@ -219,7 +221,7 @@ def _digest(path):
 # --- inside a worker process ---------------------------------------------------------------------
 
 _api = None
-_server = None      # the worker's fork server (autograder.forkserver), ends with the worker
+_server = None      # the worker's fork server (autograder.nbgrader_path.forkserver), ends with the worker
 _runtime = None     # the worker's runtime folder: its kernel's connection file, sockets and home
 
 
@@ -231,7 +233,7 @@ def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     connection file and sockets), so neither the rest of the course folder, nor the solutions,
     nor the rest of the batch's folder (the gradebook copies, every worker's kernel launch file,
     the other workers' kernels), nor the network.  The worker's fork server
-    (:mod:`autograder.forkserver`) starts those kernels; it ends when the worker does.  With
+    (:mod:`autograder.nbgrader_path.forkserver`) starts those kernels; it ends when the worker does.  With
     ``cgroup`` (the batch's, when the grader runs as root) the server and every process a kernel
     starts are in it, so that none outlives the batch, even one that left its kernel's session.
     """

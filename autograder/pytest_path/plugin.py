@@ -2,7 +2,7 @@
 
 ``python -m autograder grade`` runs pytest on this file with the batch to grade handed to pytest
 as a plugin, a :class:`Batch`.  Every submission is graded once, up front, in worker processes
-(``autograder.runner``) on this machine or on a Dask cluster (``autograder.cluster``); each test
+(``autograder.pytest_path.runner``) on this machine or on a Dask cluster (``autograder.pytest_path.cluster``); each test
 then reports one test cell's verdict with the check's message, and the session writes
 ``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
 """
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from autograder import cluster, runner, sandbox
+from autograder import notebooks, sandbox
+from autograder.pytest_path import cluster, runner
 
 
 @dataclasses.dataclass
@@ -48,7 +49,7 @@ def batch_of(config):
     """The session's :class:`Batch`; a usage error when pytest was started without one."""
     if BATCH not in config.stash:
         raise pytest.UsageError("this module grades the batch that `python -m autograder grade` "
-                                "hands pytest (autograder.pytest_grading.Batch)")
+                                "hands pytest (autograder.pytest_path.plugin.Batch)")
     return config.stash[BATCH]
 
 
@@ -126,7 +127,7 @@ def pytest_generate_tests(metafunc):
         batch = batch_of(metafunc.config)
         cases = [(lab, student, grade_id) for lab in batch.labs
                  for student, _ in find_submissions(batch.submissions, lab)
-                 for grade_id, _ in runner.test_cells(lab)]
+                 for grade_id, _ in notebooks.test_cells(lab)]
         metafunc.parametrize("lab_student_test", cases, ids=["/".join(c) for c in cases])
 
 

@@ -3,7 +3,7 @@
 For each submission the grader reads the lab's SOURCE notebook (solutions/), which alone decides
 which cells are tests and what they are worth, so a submission that deletes, edits or re-marks its
 test cells changes nothing.  It draws the checks' cases here (the grader half,
-``autograder.checks``), starts ``autograder.worker`` in a scratch folder with a scrubbed
+``autograder.checks``), starts ``autograder.pytest_path.worker`` in a scratch folder with a scrubbed
 environment, resource limits and a student edition of mini, sends it the student's code cells, in
 the place of each test cell the visible part of the SOURCE's test, and each case's task (a probe
 and its inputs, plain data), and reads back plain JSON: the probes' outcomes, and the questions of
@@ -15,9 +15,7 @@ all pass, as on the nbgrader path.
 If a worker dies or hangs (an uninterruptible loop, a crash, a memory limit), the step it announced
 last is marked as failed with the reason, and a fresh worker carries on after it.
 """
-import ast
 import dataclasses
-import functools
 import json
 import os
 import select
@@ -26,17 +24,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import nbformat
-
+from autograder import edition, sandbox
 from autograder.checks import answer, cases, ptx, tally
-from autograder import cgroups, edition, sandbox
-from autograder.hidden import visible_part
 from autograder.labs import fill_in_tested_by
-from autograder.sandbox import REPO, Limits
+from autograder.notebooks import (names_tests_read, read_notebook, read_source, skips_demo,
+                                  test_cells, visible_tests)
+from autograder.sandbox import REPO, Limits, cgroups
 
 MAX_EVENT_BYTES = 16 * 2**20
 STEP_GRACE = 5.0            # seconds past a cell's or a check's limit before the worker is stopped
@@ -82,69 +78,24 @@ class SubmissionResult:
         }
 
 
-def source_notebook(lab):
-    return REPO / "solutions" / lab / f"{lab}.ipynb"
-
-
-def _source(lab):
-    """The lab's source notebook, read once per version of its file (shared: never changed)."""
-    path = source_notebook(lab)
-    return _read_source(path, path.stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=16)
-def _read_source(path, version):
-    return nbformat.read(path, as_version=4)
-
-
-def test_cells(lab):
-    """``[(grade_id, points)]`` of the lab's test cells, from the source notebook."""
-    nb = _source(lab)
-    return [(meta["grade_id"], float(meta.get("points", 0)))
-            for meta in (cell.metadata.get("nbgrader", {}) for cell in nb.cells)
-            if meta.get("grade") and not meta.get("solution")]
-
-
-def read_notebook(notebook_path, lab):
-    """The submitted notebook, or ValueError with a reason a student can act on."""
-    notebook_path = Path(notebook_path)
-    if not notebook_path.is_file():
-        raise ValueError(f"no notebook was submitted for {lab} ({notebook_path.name} is missing)")
-    try:
-        nb = nbformat.read(notebook_path, as_version=nbformat.NO_CONVERT)
-    except Exception as error:
-        raise ValueError(f"{notebook_path.name} is not a readable notebook ({type(error).__name__}:"
-                         f" {str(error)[:200]})") from None
-    if nb.get("nbformat") != 4:
-        raise ValueError(f"{notebook_path.name} is an nbformat {nb.get('nbformat')} notebook; "
-                         "submit the lab's notebook as saved by Jupyter (nbformat 4)")
-    ids = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells}
-    expected = {cell.metadata.get("nbgrader", {}).get("grade_id")
-                for cell in _source(lab).cells} - {None}
-    if not ids & expected:
-        raise ValueError(f"{notebook_path.name} is not a {lab} notebook: none of its cells belong "
-                         "to that lab")
-    return nb
-
-
 def cells_to_run(notebook_path, lab):
     """``[(index, source, fill-in or None)]``: the code the worker runs, in the notebook's order.
 
     The submission's code cells, but for its test cells the visible part of the SOURCE's test
     (``fill-in`` names whose checks run after it); a test cell the submission deleted is put back
     after the cell that comes before it in the source, as nbgrader does, and a cell claiming a
-    grade id already seen is dropped, as :class:`autograder.preprocessors.RestoreCells` does.
+    grade id already seen is dropped, as :class:`autograder.nbgrader_path.preprocessors.RestoreCells` does.
     Demo cells are skipped (:func:`skips_demo`).
 
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
     nb = read_notebook(notebook_path, lab)
-    source = _source(lab)
+    source = read_source(lab)
     order = [cell.metadata["nbgrader"]["grade_id"] for cell in source.cells
              if "grade_id" in cell.metadata.get("nbgrader", {})]
     tests = {grade_id for grade_id, _ in test_cells(lab)}
-    visible = _visible_tests(lab)
-    read = _names_read_by(visible)
+    visible = visible_tests(lab)
+    read = names_tests_read(lab)
     rows, seen = [], set()                  # (grade id, cell to run or None) per submitted cell
     for index, cell in enumerate(nb.cells):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -165,84 +116,6 @@ def cells_to_run(notebook_path, lab):
             rows.insert(at, (grade_id, (grade_id, visible[grade_id], fill_in_tested_by(grade_id))))
             seen.add(grade_id)
     return [row for _, row in rows if row is not None]
-
-
-def skips_demo(cell, tests_read):
-    """Whether grading skips this cell: a code cell tagged ``demo`` (plots, training runs,
-    timings) that defines none of ``tests_read``, the names a visible test reads
-    (:func:`names_tests_read`; lab 2's first graph is one).  Both grading paths skip the same
-    cells: that keeps grading fast, and a student who tags a cell only skips their own code."""
-    return (cell.cell_type == "code" and "demo" in cell.metadata.get("tags", [])
-            and not _binds_any(cell.source, tests_read))
-
-
-def names_tests_read(lab):
-    """The names the lab's visible tests take from the cells before them."""
-    return _names_read_by(_visible_tests(lab))
-
-
-def _names_read_by(visible):
-    return set().union(*((_names(code, ast.Load) or set()) - (_names(code, ast.Store) or set())
-                         for code in visible.values()))
-
-
-def _visible_tests(lab):
-    """``{test cell id: its visible part}``, from the source notebook."""
-    tests = {grade_id for grade_id, _ in test_cells(lab)}
-    return {cell.metadata["nbgrader"]["grade_id"]: visible_part(cell.source)
-            for cell in _source(lab).cells
-            if cell.metadata.get("nbgrader", {}).get("grade_id") in tests}
-
-
-_PARSING = threading.Lock()
-"""One ``ast.parse`` at a time in this process: ``grade`` grades submissions in threads, and
-before Python 3.11.8 and 3.12.1 two parses at once could fail with "SystemError: AST
-constructor recursion depth mismatch" (CPython issue 106905), which ended the whole batch."""
-
-
-@functools.lru_cache(maxsize=1024)      # a released cell is the same in every submission
-def _names(source, context):
-    """The names ``source`` reads (``ast.Load``, anywhere) or binds in the notebook's namespace
-    (``ast.Store``: assignments, functions, classes and imports outside any function or class
-    body, and names a function declares ``global``), a frozenset; None for code that does not
-    parse."""
-    try:
-        with _PARSING:
-            tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    if context is ast.Load:
-        return frozenset(node.id for node in ast.walk(tree)
-                         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
-    names = {name for node in ast.walk(tree) if isinstance(node, ast.Global)
-             for name in node.names}
-    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        if isinstance(node, scopes):
-            if not isinstance(node, ast.Lambda):
-                names.add(node.name)
-                todo.extend(node.decorator_list)
-        elif isinstance(node, comprehensions):      # its loop variables are its own (a := is not)
-            todo.extend(child for child in ast.iter_child_nodes(node)
-                        if not isinstance(child, ast.comprehension))
-            todo.extend(part for generator in node.generators
-                        for part in (generator.iter, *generator.ifs))
-        else:
-            todo.extend(ast.iter_child_nodes(node))
-    return frozenset(names)
-
-
-def _binds_any(source, names):
-    """Whether ``source`` may bind one of ``names`` (code that does not parse may: it runs)."""
-    bound = _names(source, ast.Store)
-    return bound is None or bool(bound & names)
 
 
 def grade_submission(notebook_path, lab, student, seed, limits=None):
@@ -345,7 +218,7 @@ def _run_worker(cells, drawn, lab, limits):
                "confine": sandbox.confinement([scratch], seen),
                "namespaces": sandbox.isolation() == "namespaces"}
     python = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-              "from autograder.worker import main; main()"]
+              "from autograder.pytest_path.worker import main; main()"]
     try:
         with cgroups.scope(limits.processes, limits.memory_bytes) as cgroup:
             process = subprocess.Popen(

@@ -40,7 +40,7 @@ from traitlets import Type
 from autograder import hidden
 from autograder.checks import answer, cases, checks_of, new_seed, ptx
 from autograder.labs import LABS, fill_in_tested_by
-from autograder.runner import names_tests_read, skips_demo
+from autograder.notebooks import (is_test_cell, names_tests_read, skips_demo, visible_part)
 
 KERNEL_DIED = "KernelDied"
 DEAF = "KernelNotResponding"
@@ -103,12 +103,12 @@ class ResilientExecute(Execute):
     Here that cell gets an error output saying what happened, a fresh kernel re-runs the code cells
     before it (except those that already failed this way or timed out), and execution carries on
     with the next cell.  So a fill-in that crashes the kernel loses its own test cell's points, as
-    on the pytest path.  Demo cells are not run, as on the pytest path (``runner.skips_demo``).
+    on the pytest path.  Demo cells are not run, as on the pytest path (``notebooks.skips_demo``).
     """
 
     # nbgrader's Execute fixes nbclient's kernel_manager_class, whatever the config says
     kernel_manager = Type(AsyncKernelManager, klass=KernelManager, help=(
-        "What starts each kernel: autograder.formgrader.SandboxedKernelManager inside a "
+        "What starts each kernel: autograder.nbgrader_path.formgrader.SandboxedKernelManager inside a "
         "Jupyter server")).tag(config=True)
 
     def create_kernel_manager(self):
@@ -261,7 +261,7 @@ class VerdictsOutsideKernel(ResilientExecute):
         """An earlier test cell catches up without its checks: they were decided already."""
         replay = copy.deepcopy(cell)
         if _tested(cell, self.resources) is not None:
-            replay.source = hidden.visible_part(cell.source)
+            replay.source = visible_part(cell.source)
         return replay
 
 
@@ -296,11 +296,9 @@ def _demo_cells(nb, resources):
 
 def _tested(cell, resources):
     """``(lab, fill-in)`` whose checks a test cell runs, or None for any other cell."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    grade_id = meta.get("grade_id") or ""
-    if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution") \
-            or not grade_id.startswith("test_"):
+    if not is_test_cell(cell):
         return None
+    grade_id = cell.metadata["nbgrader"]["grade_id"]
     lab = (resources or {}).get("nbgrader", {}).get("assignment")
     try:
         checks = checks_of(lab)
@@ -367,7 +365,7 @@ class StderrIsNotFailure(NbGraderPreprocessor):
 class GradesWithPending(GetGrades):
     """nbgrader's grades for the feedback page, with a score no one has given yet (a written
     answer before a grader scored it) left empty instead of 0, so that the page
-    (``autograder/templates/feedback``) can say it is pending."""
+    (``autograder/nbgrader_path/templates/feedback``) can say it is pending."""
 
     def _get_score(self, cell, resources):
         grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,

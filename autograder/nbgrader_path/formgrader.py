@@ -6,7 +6,7 @@ Jupyter folders (its runtime folder holds the server's token and its kernels' co
 its data folder the kernelspecs it launches), the course folder, the gradebook and ``solutions/``
 in reach.  Inside a server, ``nbgrader_config.py`` has the course's Execute preprocessor start
 every kernel with :class:`SandboxedKernelManager` instead: the CLI's ``mini-grader`` kernel
-(:func:`autograder.sandbox.install_grading_kernel`, :mod:`autograder.kernel`), whatever kernel the
+(:func:`autograder.sandbox.install_grading_kernel`, :mod:`autograder.nbgrader_path.jupyter_kernel`), whatever kernel the
 notebook names.  The preprocessors are the CLI's, so the hidden checks' verdicts are decided in the
 server's process, outside the kernel, as in a CLI worker; the server writes the scores straight
 into the course gradebook, which the kernel cannot see.
@@ -22,7 +22,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 
-from autograder import cgroups, edition, sandbox
+from autograder import edition, sandbox
+from autograder.sandbox import cgroups
 
 MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
 
@@ -43,7 +44,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     the course folder but its own autograded copy (its only other writable folder), nor the
     solutions or the exchange; so no kernel can rewrite the launch file of another, or reach the
     server.  The folder is removed with the kernel.  Under a server running as root, where the
-    process limit does not bind, the kernel runs in cgroups of its own (:mod:`autograder.cgroups`:
+    process limit does not bind, the kernel runs in cgroups of its own (:mod:`autograder.sandbox.cgroups`:
     its limit on processes and threads, on memory, its share of the CPU), emptied when the kernel
     ends: nothing it started outlives it.
     """

@@ -12,7 +12,8 @@ from pathlib import Path
 from autograder import REPO
 from autograder.labs import LABS, lab_name
 
-CONFIG_FILE = REPO / "autograder" / "nbgrader_config.py"
+CONFIG_FOLDER = REPO / "autograder" / "config"    # where nbgrader runs: it reads nbgrader_config.py
+CONFIG_FILE = CONFIG_FOLDER / "nbgrader_config.py"
 
 
 def course_dir():
@@ -36,9 +37,9 @@ def find_nbgrader_tools():
 
 def template_folders():
     """Where nbconvert looks for the templates of nbgrader's pages, first to last: mini's (its
-    feedback page, ``autograder/templates/feedback``), then nbgrader's own (the formgrader's)."""
+    feedback page, ``autograder/nbgrader_path/templates/feedback``), then nbgrader's own (the formgrader's)."""
     import nbgrader
-    return [str(REPO / "autograder" / "templates"),
+    return [str(Path(__file__).resolve().parent / "templates"),
             str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
 
 

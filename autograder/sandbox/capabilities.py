@@ -9,12 +9,11 @@ It empties the bounding set first, so that no later ``execve`` (as root, it woul
 every capability back) returns any.
 """
 import ctypes
-import os
+import errno
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_CAPBSET_DROP = 24
+from autograder.sandbox.syscalls import PR_CAPBSET_DROP, checked, error, libc
+
 _VERSION_3 = 0x20080522
-_EINVAL = 22
 
 
 class _Header(ctypes.Structure):
@@ -30,11 +29,9 @@ def drop_all():
     """Empty this process's bounding, effective, permitted and inheritable (so also ambient)
     capability sets.  Raises OSError where that fails."""
     for number in range(64):
-        if _libc.prctl(_PR_CAPBSET_DROP, number, 0, 0, 0) != 0:
-            error = ctypes.get_errno()
-            if error == _EINVAL:            # past the last capability this kernel knows
+        if libc.prctl(PR_CAPBSET_DROP, number, 0, 0, 0) != 0:
+            failure = error(f"prctl(PR_CAPBSET_DROP, {number})")
+            if failure.errno == errno.EINVAL:   # past the last capability this kernel knows
                 break
-            raise OSError(error, f"prctl(PR_CAPBSET_DROP, {number}): {os.strerror(error)}")
-    if _libc.capset(ctypes.byref(_Header(_VERSION_3, 0)), (_Data * 2)()) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"capset: {os.strerror(error)}")
+            raise failure
+    checked(libc.capset(ctypes.byref(_Header(_VERSION_3, 0)), (_Data * 2)()), "capset")

@@ -8,13 +8,12 @@ The zip holds the grader (this package, with the checks of that lab only), mini,
 RELEASED notebook: it names the test cells and their points exactly as the source notebook does,
 and has no answers.  There is no ``solutions/`` in it.  For each submission, :func:`grade` finds
 the one notebook uploaded (any name, any folder), grades it on the pytest path
-(``autograder.runner``: the student's cells run in a sandboxed worker, verdicts are decided in this
+(``autograder.pytest_path.runner``: the student's cells run in a sandboxed worker, verdicts are decided in this
 process, which runs no student code; nothing else of the upload is run or imported), and writes
 the one results.json, with a score of 0 and the reason when the upload holds no notebook, several,
 or one that cannot be read.
 """
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -27,9 +26,10 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import runner, sandbox
+from autograder import notebooks, sandbox
 from autograder.checks import new_seed
 from autograder.labs import LABS, short_name
+from autograder.pytest_path import runner
 
 REPO = runner.REPO
 # What only the nbgrader path and Jupyter itself need: Gradescope grades without them.
@@ -74,12 +74,12 @@ def _check_release(lab, released):
         if marker in text:
             raise ValueError(f"{released} contains {marker!r}: it is not a released notebook, and "
                              "the zip would give the answers away")
-    if runner.source_notebook(lab).is_file():
-        with _tests_described_by(released.parent.parent):
-            shipped = runner.test_cells(lab)
-        if shipped != runner.test_cells(lab):
+    if notebooks.source_notebook(lab).is_file():
+        with notebooks.sources_in(released.parent.parent):
+            shipped = notebooks.test_cells(lab)
+        if shipped != notebooks.test_cells(lab):
             raise ValueError(f"{released} does not have the test cells and points of "
-                             f"{runner.source_notebook(lab)}; run `python -m autograder release "
+                             f"{notebooks.source_notebook(lab)}; run `python -m autograder release "
                              f"{lab}` again")
 
 
@@ -92,6 +92,7 @@ def _package_files(lab):
             parts = path.relative_to(REPO).parts
             if (path.is_file() and path.suffix in (".py", ".tsv")
                     and not any(part.startswith((".", "__pycache__")) for part in parts)
+                    and parts[:2] != ("autograder", "config")
                     and not (parts[:2] == ("autograder", "checks")
                              and Path(parts[2]).stem in other_checks)):
                 yield path
@@ -132,7 +133,7 @@ def _run_script(lab, limits):
 # and writes /autograder/results/results.json.  MINI_GRADESCOPE_ROOT stands for /autograder where
 # the same layout is made somewhere else (the project's tests do).
 root="${{MINI_GRADESCOPE_ROOT:-/autograder}}"
-(cd "$root/source" && exec "$root/venv/bin/python" -E -s -m autograder.gradescope {lab} "$root" \\
+(cd "$root/source" && exec "$root/venv/bin/python" -E -s -m autograder.deliveries.gradescope {lab} "$root" \\
     --limits {limits_json})
 status=$?
 if [ ! -s "$root/results/results.json" ]; then       # it did not get as far as grading
@@ -178,12 +179,12 @@ def grade(lab, root, limits=None):
     started, root = time.monotonic(), Path(root)
     seed, status = new_seed(), 0
     try:
-        with _tests_described_by(REPO / "labs"):
+        with notebooks.sources_in(REPO / "labs"):
             try:
                 notebook = find_notebook(root / "submission")
             except ValueError as error:
                 tests = [runner.TestResult(grade_id, 0.0, points, str(error))
-                         for grade_id, points in runner.test_cells(lab)]
+                         for grade_id, points in notebooks.test_cells(lab)]
                 result = runner.SubmissionResult(STUDENT, lab, seed, tests, [str(error)])
             else:
                 print(f"grading {notebook.relative_to(root / 'submission')} for {lab}")
@@ -204,23 +205,8 @@ def grade(lab, root, limits=None):
     return status
 
 
-@contextlib.contextmanager
-def _tests_described_by(release_folder):
-    """Let the runner read the lab's test cells and points from the released notebook.
-
-    ``runner`` reads them from ``solutions/``, which the zip does not have; the released notebook
-    has the same cells with the same ids and points (:func:`build` checks it), and no answers.
-    """
-    original = runner.source_notebook
-    runner.source_notebook = lambda lab: Path(release_folder) / lab / f"{lab}.ipynb"
-    try:
-        yield
-    finally:
-        runner.source_notebook = original
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope",
+    parser = argparse.ArgumentParser(prog="python -m autograder.deliveries.gradescope",
                                      description="Grade a Gradescope submission (run_autograder "
                                                  "calls this).")
     parser.add_argument("lab", choices=LABS)

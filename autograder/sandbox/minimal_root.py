@@ -1,7 +1,8 @@
 """Build the sandbox's minimal root, then run a command in it.
 
 :func:`autograder.sandbox.sandboxed` runs this first, as the root of new user, mount and network
-namespaces, before any student code: ``python -I -S minimal_root.py LAYOUT COMMAND...``.  The new
+namespaces, before any student code, in a Python that imports only the standard library
+and this package (``-I -S``): ``main(LAYOUT, COMMAND...)``.  The new
 root is a tmpfs that holds nothing of the host but what the command needs, each at its own path:
 
 * the system folders of ``LAYOUT["system"]`` (/usr, /etc, ...: a symlink among them, as where /usr
@@ -12,7 +13,7 @@ root is a tmpfs that holds nothing of the host but what the command needs, each 
   ``/editions/<its folder's name>`` (:data:`EDITIONS`) rather than where the host keeps it (in a
   cache folder of the grader's home): an item may be an environment variable,
   ``$MINI_EDITION``, which the command then finds set to that path;
-* /proc (a PID namespace's first process mounts its own over it, :mod:`autograder.pid_namespace`);
+* /proc (a PID namespace's first process mounts its own over it, :mod:`autograder.sandbox.pid_namespace`);
 * a /dev of its own: null, zero, full, random, urandom, tty, a private pts instance and an empty
   /dev/shm;
 * an empty /tmp;
@@ -27,20 +28,17 @@ the host's detached from this mount namespace.  Each source is opened before the
 the root is mounted (over /tmp, which it would hide) and bound through its descriptor.  Any step
 that fails raises, and the command never runs.
 """
-import ctypes
 import json
 import os
 import sys
 
+from autograder.sandbox.syscalls import (MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
+                                         MS_RDONLY, MS_REC, MS_REMOUNT, checked, libc, mount)
+
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 BUILD = "/tmp"          # where the new root is mounted while it is built
 EDITIONS = "/editions"  # where the student editions of mini are
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
-MNT_DETACH = 2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}     # its system call's number
-
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main():
@@ -181,25 +179,10 @@ def _switch_root():
     read-only (``pivot_root(".", ".")``: the old root lands on top of the new one, and is
     unmounted from there)."""
     os.chdir(BUILD)
-    if _libc.syscall(PIVOT_ROOT[os.uname().machine], b".", b".") != 0:
-        _fail("pivot_root")
-    if _libc.umount2(b".", MNT_DETACH) != 0:
-        _fail("umount the host's root")
+    checked(libc.syscall(PIVOT_ROOT[os.uname().machine], b".", b"."), "pivot_root")
+    checked(libc.umount2(b".", MNT_DETACH), "umount the host's root")
     os.chdir("/")
     _remount_readonly("/", ())
-
-
-def mount(source, target, kind, flags, options):
-    """mount(2); OSError naming ``target`` where it fails (:mod:`autograder.sandbox` mounts with
-    it too)."""
-    encode = (lambda text: None if text is None else os.fsencode(text))
-    if _libc.mount(encode(source), encode(target), encode(kind), flags, encode(options)) != 0:
-        _fail(f"mount {target}")
-
-
-def _fail(what):
-    error = ctypes.get_errno()
-    raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
 if __name__ == "__main__":

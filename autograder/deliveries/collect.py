@@ -20,8 +20,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from autograder import course
 from autograder.labs import LABS, short_name
+from autograder.nbgrader_path import course
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
