@@ -8,6 +8,7 @@
     export                 every score as CSV
     demo                   all of the above on generated sample submissions
     gradescope LAB|all     the autograder zip to upload to Gradescope, one per lab
+    settings               the environment variables the grader reads, with their values
 
 Exit status: 0 when every submission was graded (whatever its score); 1 when some could not be,
 or grading itself failed (a grader-side error, results that could not be written); 2 for a usage
@@ -20,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from autograder import settings
 from autograder.sandbox import Limits
 
 
@@ -27,7 +29,7 @@ def main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
     if args.course:
-        os.environ["MINI_COURSE_DIR"] = str(Path(args.course).resolve())
+        settings.COURSE_DIR.set(Path(args.course).resolve())
     try:
         return args.run(args)
     except (ValueError, FileNotFoundError, NotADirectoryError) as error:
@@ -104,6 +106,9 @@ def _parser():
     sub.add_argument("lab", help="a lab or 'all' (one zip each)")
     sub.add_argument("--to", help="folder of the zips (default: the course's gradescope/)")
     _limit_options(sub, " on Gradescope")
+
+    command("settings", _settings, "the environment variables the grader reads: each one's "
+                                   "value in force and what it changes")
     return parser
 
 
@@ -131,9 +136,9 @@ def _release(args):
     from autograder.deliveries import kit
     from autograder.nbgrader_path import course
     if args.to:
-        os.environ["MINI_RELEASE_DIR"] = str(Path(args.to).resolve())
+        settings.RELEASE_DIR.set(Path(args.to).resolve())
     course.release(args.lab)
-    released = Path(os.environ.get("MINI_RELEASE_DIR") or course.REPO / "labs")
+    released = Path(settings.RELEASE_DIR.get())
     print(f"released {', '.join(course.expand(args.lab))} to {released}")
     revealed = (kit.needed(released) if args.reveal == "needs"
                 else course.expand(args.reveal) if args.reveal else [])
@@ -266,6 +271,11 @@ def _export(args):
 def _demo(args):
     from autograder.demo import run
     return run(main, keep=args.keep, labs=args.labs)
+
+
+def _settings(args):
+    print(settings.table())
+    return 0
 
 
 def _gradescope(args):

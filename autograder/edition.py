@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograder import REPO
+from autograder import REPO, settings
 from autograder.labs import LABS, needs, short_name, withheld_marks
 
 MINI = REPO / "mini"
@@ -68,7 +68,7 @@ def for_grading(lab):
 def cache():
     """Where editions for grading are kept: ``$MINI_CACHE_DIR``, else ``$XDG_CACHE_HOME/mini``,
     else ``~/.cache/mini``."""
-    explicit = os.environ.get("MINI_CACHE_DIR")
+    explicit = settings.CACHE_DIR.get()
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mini"

@@ -18,13 +18,13 @@ checks (and tests) run come from :mod:`autograder.checks.programs`.
 import dataclasses
 import functools
 import importlib
-import os
 import secrets
 import zlib
 from typing import Any, Callable
 
 import numpy as np
 
+from autograder import settings
 from autograder.labs import LABS, lab_name, short_name  # noqa: F401 (the checks' lab names)
 from autograder.probes import from_plain, to_plain
 
@@ -86,7 +86,7 @@ def checks_of(lab):
 
 def new_seed():
     """The seed for one grading run: ``AUTOGRADER_SEED`` if set (to reproduce a run), else random."""
-    return int(os.environ.get("AUTOGRADER_SEED") or secrets.randbits(32))
+    return int(settings.SEED.get() or secrets.randbits(32))
 
 
 def case_for(check, seed, fill_in="", number=0):

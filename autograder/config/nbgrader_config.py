@@ -5,8 +5,8 @@ run writes (submissions, autograded copies, feedback, the gradebook) lives in th
 ``$MINI_COURSE_DIR``, else ``course/`` in the repository (git ignores it).  Assignments and
 feedback travel between instructor and students through nbgrader's exchange folder (below).
 """
-import os
 
+from autograder import settings
 from autograder.nbgrader_path.course import (REPO, course_dir, exchange_dir, find_nbgrader_tools,
                                              template_folders)
 from autograder.nbgrader_path.formgrader import inside_jupyter_server
@@ -22,7 +22,7 @@ c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 c.CourseDirectory.course_id = "mini"
 c.CourseDirectory.root = str(COURSE)
 c.CourseDirectory.source_directory = str(REPO / "solutions")
-c.CourseDirectory.release_directory = os.environ.get("MINI_RELEASE_DIR") or str(REPO / "labs")
+c.CourseDirectory.release_directory = settings.RELEASE_DIR.get()
 c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
 
 # The exchange: release_assignment writes to it, students fetch from and submit to it, collect and
@@ -39,7 +39,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 
 # Autograding: a cell may run as long as on the pytest path (sandbox.Limits.cell_seconds), or
 # MINI_CELL_TIMEOUT seconds; tracebacks show the error message, not the hidden test's source lines.
-c.Execute.timeout = int(os.environ.get("MINI_CELL_TIMEOUT") or Limits.cell_seconds)
+c.Execute.timeout = int(settings.CELL_TIMEOUT.get() or Limits.cell_seconds)
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 # A submission that deleted a test cell gets it back (graded as usual), instead of a silent
 # "needs manual grade"; one that duplicated, split or re-marked cells gets the lab's cells back

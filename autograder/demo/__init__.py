@@ -6,11 +6,11 @@ pytest path, generates feedback, exports the gradebook, and prints one table: ea
 per lab from both paths.
 """
 import csv
-import os
 import tempfile
 import time
 from pathlib import Path
 
+from autograder import settings
 from autograder.demo import samples
 
 STUDENTS = {"full": "ada", "untouched": "ben", "bug": "cy", "loops": "dee", "no_test": "eve"}
@@ -24,9 +24,9 @@ def run(cli, keep=None, labs="all"):
 
     root = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="mini-demo-"))
     root.mkdir(parents=True, exist_ok=True)
-    os.environ["MINI_COURSE_DIR"] = str(root / "course")
-    os.environ["MINI_RELEASE_DIR"] = str(root / "release")
-    os.environ.setdefault("MINI_CELL_TIMEOUT", "6")     # the looping sample waits this out once
+    settings.COURSE_DIR.set(root / "course")
+    settings.RELEASE_DIR.set(root / "release")
+    settings.CELL_TIMEOUT.set(settings.CELL_TIMEOUT.get() or 6)     # the looping sample waits this out once
     names = course.expand(labs)
     started = time.monotonic()
     print(f"== course folder {root}")

@@ -32,7 +32,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from autograder import edition, sandbox
+from autograder import edition, sandbox, settings
 from autograder.nbgrader_path import course, forkserver
 from autograder.notebooks import read_notebook
 from autograder.sandbox import cgroups
@@ -268,8 +268,8 @@ def _exit_when_set(stop):
 
 def _grade_one(lab, student):
     """Autograde one submission into the private gradebook; return its scores as plain data."""
-    os.environ["MINI_KERNEL_HOME"] = str(_autograded(lab, student))
-    os.environ["MINI_EDITION"] = str(edition.for_grading(lab))
+    settings.KERNEL_HOME.set(_autograded(lab, student))
+    settings.EDITION.set(edition.for_grading(lab))
     _empty(_runtime)
     result = _api.autograde(lab, student, force=True)
     if not result["success"]:

@@ -9,7 +9,7 @@ import stat
 import sys
 from pathlib import Path
 
-from autograder import REPO
+from autograder import REPO, settings
 from autograder.labs import LABS, lab_name
 
 CONFIG_FOLDER = REPO / "autograder" / "config"    # where nbgrader runs: it reads nbgrader_config.py
@@ -17,7 +17,7 @@ CONFIG_FILE = CONFIG_FOLDER / "nbgrader_config.py"
 
 
 def course_dir():
-    return Path(os.environ.get("MINI_COURSE_DIR") or REPO / "course").resolve()
+    return Path(settings.COURSE_DIR.get()).resolve()
 
 
 def isolate_jupyter(folder):
@@ -77,7 +77,7 @@ def exchange_dir():
     """nbgrader's exchange folder (``nbgrader_config.py`` gives nbgrader this one): on a shared
     server the system folder the hub passes as ``MINI_EXCHANGE_DIR``, else the course folder's
     ``exchange/``."""
-    return Path(os.environ.get("MINI_EXCHANGE_DIR") or course_dir() / "exchange").resolve()
+    return Path(settings.EXCHANGE_DIR.get() or course_dir() / "exchange").resolve()
 
 
 def ensure_exchange():

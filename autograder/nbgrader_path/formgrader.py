@@ -22,7 +22,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 
-from autograder import edition, sandbox
+from autograder import edition, sandbox, settings
 from autograder.sandbox import cgroups
 
 MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
@@ -72,7 +72,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not folder:
             raise ValueError("the grading kernel starts in the submission's autograded folder, "
                              "and none was given (no cwd)")
-        kw["env"] = {**kw.get("env", os.environ), "MINI_KERNEL_HOME": str(folder),
+        kw["env"] = {**kw.get("env", os.environ), settings.KERNEL_HOME.name: str(folder),
                      "MINI_EDITION": str(edition.for_grading(Path(folder).name))}
         return await super()._async_pre_start_kernel(**kw)
 

@@ -25,7 +25,7 @@ import os
 import sys
 import tempfile
 
-from autograder import probes, sandbox
+from autograder import probes, sandbox, settings
 from autograder.labs import LABS
 from autograder.sandbox import (REPO, capabilities, confine, guard, pid_namespace, set_limits,
                                 student_environment, user_tasks)
@@ -40,7 +40,7 @@ KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 def main():
     rlimits, confinement, namespaces = map(json.loads, sys.argv[1:4])
     kernel_arguments = sys.argv[4:]
-    edition = os.environ["MINI_EDITION"]        # the batch's (autograder.edition.for_grading)
+    edition = settings.EDITION.get()        # the batch's (autograder.edition.for_grading)
     if confinement:
         confinement["readable"].append(edition)
     environment = enter(rlimits, confinement, kernel_arguments, namespaces, sealed=False)

@@ -35,7 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import REPO
+from autograder import REPO, settings
 from autograder.sandbox import capabilities, cgroups, landlock, minimal_root, syscalls
 from autograder.sandbox.syscalls import MS_BIND, MS_RDONLY, mount
 
@@ -49,7 +49,7 @@ def isolation():
     """``"namespaces"``, ``"landlock"`` or ``"none"``: the strongest kind available here, or the
     weaker one ``MINI_SANDBOX`` asks for (``namespaces-only``: namespaces as on a Linux without
     Landlock)."""
-    wanted = os.environ.get("MINI_SANDBOX", KINDS[0])
+    wanted = settings.SANDBOX.get() or KINDS[0]
     if wanted not in KINDS:
         raise ValueError(f"MINI_SANDBOX={wanted!r}: expected one of {', '.join(KINDS)}")
     if wanted in ("namespaces", "namespaces-only") and _minimal_root_works():
@@ -95,7 +95,7 @@ def _isolation_clause():
 
 
 def _landlock_works():
-    return os.environ.get("MINI_SANDBOX") != "namespaces-only" and landlock.version() >= 4
+    return settings.SANDBOX.get() != "namespaces-only" and landlock.version() >= 4
 
 
 @dataclasses.dataclass
