@@ -184,12 +184,12 @@ def _grade(args):
     from autograder.nbgrader_path import course
     from autograder.pytest_path import plugin
     seed = args.seed if args.seed is not None else new_seed()
-    submissions = Path(args.submissions or course.course_dir() / "submitted").resolve()
+    submissions = Path(args.submissions or course.place("submitted")).resolve()
     if not submissions.is_dir():
         raise FileNotFoundError(f"there is no folder of submissions {submissions}")
     if not any(path.is_dir() for path in submissions.iterdir()):
         raise ValueError(f"{submissions} holds no student folders (<student>/<lab>.ipynb)")
-    out = Path(args.out or course.course_dir() / "results").resolve()
+    out = Path(args.out or course.place("results")).resolve()
     batch = plugin.Batch(submissions, course.expand(args.lab), out, seed, args.workers,
                   args.scheduler or "", _limits(args))
     # pytest's own report counts test cells ("38 failed"), which reads like a crash of the grader;
@@ -255,7 +255,7 @@ def _feedback(args):
     problems = {}
     for lab in course.expand(args.lab):
         problems.update({f"{lab}/{s}": why for s, why in batch.feedback(lab).items()})
-    print(f"feedback in {course.course_dir() / 'feedback'}")
+    print(f"feedback in {course.place('feedback')}")
     for name, why in problems.items():
         print(f"  {name}: {why.strip().splitlines()[-1] if why.strip() else 'failed'}")
     return 1 if problems else 0
@@ -263,7 +263,7 @@ def _feedback(args):
 
 def _export(args):
     from autograder.nbgrader_path import batch, course
-    path = batch.export(Path(args.to or course.course_dir() / "grades.csv").resolve())
+    path = batch.export(Path(args.to or course.place("grades.csv")).resolve())
     print(f"grades written to {path}")
     return 0
 
@@ -281,7 +281,7 @@ def _settings(args):
 def _gradescope(args):
     from autograder.deliveries import gradescope
     from autograder.nbgrader_path import course
-    folder = Path(args.to or course.course_dir() / "gradescope").resolve()
+    folder = Path(args.to or course.place("gradescope")).resolve()
     limits = _limits(args)
     for lab in course.expand(args.lab):
         print(f"{lab}: {gradescope.build(lab, folder, limits=limits)}")

@@ -9,7 +9,8 @@ included: students read this mini.
 
 Two kinds of process get an edition instead of mini:
 
-* the student kit (``autograder.deliveries.kit``): the labs revealed are those whose deadline has passed;
+* the student kit (``autograder.deliveries.kit``): the labs revealed are those whose deadline has
+passed;
 * every process that runs a student's code while a lab is graded (:func:`for_grading`): the labs
   revealed are those the graded lab needs (``autograder.labs.NEEDS``), and no other, so that no
   answer of the graded lab, nor of a later one, is in that process.

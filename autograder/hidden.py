@@ -7,12 +7,13 @@ draws the case and computes the expected value, the student half (``autograder.p
 notebook's code on the case's inputs.
 
 When nbgrader grades a submission, the two halves are split between two processes
-(``autograder.nbgrader_path.preprocessors.VerdictsOutsideKernel``): the kernel, with a student edition of mini,
-executes each test cell with its hidden section replaced by :func:`hidden_call`, which runs the
-probes of the cases the grader drew a moment before (their inputs written into the cell, plain
-data) and shows their outcomes as ONE output; the grader then decides with :func:`judge`, in its
-own process.  A report that is missing, malformed, repeated or tagged with another nonce fails
-the cell, and a forged one passes only if it holds what the student's code should have computed.
+(``autograder.nbgrader_path.preprocessors.VerdictsOutsideKernel``): the kernel, with a student
+edition of mini, executes each test cell with its hidden section replaced by :func:`hidden_call`,
+which runs the probes of the cases the grader drew a moment before (their inputs written into the
+cell, plain data) and shows their outcomes as ONE output; the grader then decides with
+:func:`judge`, in its own process.  A report that is missing, malformed, repeated or tagged with
+another nonce fails the cell, and a forged one passes only if it holds what the student's code
+should have computed.
 
 The pytest path runs the same two halves: the probes in the worker, the verdict in
 ``autograder.pytest_path.runner``.

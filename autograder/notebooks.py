@@ -60,8 +60,8 @@ def _read_source(path, version):
 
 def test_cells(lab):
     """``[(grade_id, points)]`` of the lab's test cells, from the source notebook."""
-    return [(cell.metadata["nbgrader"]["grade_id"], float(cell.metadata["nbgrader"].get("points", 0)))
-            for cell in read_source(lab).cells if is_test_cell(cell)]
+    marks = [cell.metadata["nbgrader"] for cell in read_source(lab).cells if is_test_cell(cell)]
+    return [(mark["grade_id"], float(mark.get("points", 0))) for mark in marks]
 
 
 def read_notebook(notebook_path, lab):

@@ -1,4 +1,5 @@
-"""JupyterHub for a course of mini on one shared server: ``jupyterhub -f autograder/jupyterhub_config.py``.
+"""JupyterHub for a course of mini on one shared server:
+``jupyterhub -f autograder/config/jupyterhub_config.py``.
 
 Everyone logs in with their system account (JupyterHub's default PAM login and local spawner, the
 hub running as root); nbgrader then knows each student by their login name.  Two environments:

@@ -27,12 +27,12 @@ c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
 
 # The exchange: release_assignment writes to it, students fetch from and submit to it, collect and
 # release_feedback read and write it.  Every person's nbgrader must name the same folder, writable
-# by all with the sticky bit (mode 1777, made by autograder.nbgrader_path.course.ensure_exchange).  On a shared
-# server (JupyterHub) it is a system folder outside any home, /srv/nbgrader/exchange, which the
-# hub passes to every server as MINI_EXCHANGE_DIR (autograder/jupyterhub_config.py); students read
-# it from autograder/student_nbgrader_config.py.  Without that variable (a laptop, one account
-# trying the round trip) it is the course folder's exchange/: no root needed, and hidden from
-# student code while it is graded, as the rest of the course folder is.
+# by all with the sticky bit (mode 1777, made by autograder.nbgrader_path.course.ensure_exchange).
+# On a shared server (JupyterHub) it is a system folder outside any home, /srv/nbgrader/exchange,
+# which the hub passes to every server as MINI_EXCHANGE_DIR (config/jupyterhub_config.py);
+# students read it from config/student_nbgrader_config.py.  Without that variable (a laptop, one
+# account trying the round trip) it is the course folder's exchange/: no root needed, and hidden
+# from student code while it is graded, as the rest of the course folder is.
 c.Exchange.root = str(exchange_dir())
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -12,6 +12,7 @@ import os
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 c.CourseDirectory.course_id = "mini"
-# The folder the instructor's autograder/config/nbgrader_config.py names: JupyterHub passes it to every
-# server as MINI_EXCHANGE_DIR; /srv/nbgrader/exchange is what autograder/config/jupyterhub_config.py uses.
+# The folder the instructor's autograder/config/nbgrader_config.py names: JupyterHub passes it to
+# every server as MINI_EXCHANGE_DIR; /srv/nbgrader/exchange is what
+# autograder/config/jupyterhub_config.py uses.
 c.Exchange.root = os.environ.get("MINI_EXCHANGE_DIR") or "/srv/nbgrader/exchange"

@@ -58,7 +58,7 @@ def _collect_folder(folder):
             problems.append((str(relative), "cannot tell the student from the name: use "
                                             "<student>/<lab>.ipynb or an LMS download name"))
         else:
-            target = course.course_dir() / "submitted" / student / lab
+            target = course.place("submitted", student, lab)
             target.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target / f"{lab}.ipynb")
             stamp = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)

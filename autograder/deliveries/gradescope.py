@@ -8,10 +8,10 @@ The zip holds the grader (this package, with the checks of that lab only), mini,
 RELEASED notebook: it names the test cells and their points exactly as the source notebook does,
 and has no answers.  There is no ``solutions/`` in it.  For each submission, :func:`grade` finds
 the one notebook uploaded (any name, any folder), grades it on the pytest path
-(``autograder.pytest_path.runner``: the student's cells run in a sandboxed worker, verdicts are decided in this
-process, which runs no student code; nothing else of the upload is run or imported), and writes
-the one results.json, with a score of 0 and the reason when the upload holds no notebook, several,
-or one that cannot be read.
+(``autograder.pytest_path.runner``: the student's cells run in a sandboxed worker, verdicts are
+decided in this process, which runs no student code; nothing else of the upload is run or imported),
+and writes the one results.json, with a score of 0 and the reason when the upload holds no notebook,
+several, or one that cannot be read.
 """
 import argparse
 import dataclasses
@@ -26,7 +26,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import notebooks, sandbox
+from autograder import notebooks, sandbox, settings
 from autograder.checks import new_seed
 from autograder.labs import LABS, short_name
 from autograder.pytest_path import runner
@@ -45,7 +45,7 @@ def build(lab, folder, release_folder=None, limits=None):
     worker's (``sandbox.Limits``) on Gradescope.  Raises FileNotFoundError or ValueError, saying
     what to do, when the released notebook is missing, out of date, or holds answers.
     """
-    released = Path(release_folder or REPO / "labs") / lab / f"{lab}.ipynb"
+    released = Path(release_folder or settings.RELEASE_DIR.get()) / lab / f"{lab}.ipynb"
     _check_release(lab, released)
     entries = [("setup.sh", _setup_script(), 0o755),
                ("run_autograder", _run_script(lab, limits or sandbox.Limits()), 0o755),

@@ -1,9 +1,9 @@
 """The end-to-end demo (README's first command): a course run on generated submissions.
 
-In a new folder (kept afterwards, its path printed) it releases every lab, writes five sample students' submissions for each
-(``autograder.demo.samples``), collects them, autogrades them with nbgrader and grades them with the
-pytest path, generates feedback, exports the gradebook, and prints one table: each student's score
-per lab from both paths.
+In a new folder (kept afterwards, its path printed) it releases every lab, writes five sample
+students' submissions for each (``autograder.demo.samples``), collects them, autogrades them with
+nbgrader and grades them with the pytest path, generates feedback, exports the gradebook, and prints
+one table: each student's score per lab from both paths.
 """
 import csv
 import tempfile
@@ -26,7 +26,7 @@ def run(cli, keep=None, labs="all"):
     root.mkdir(parents=True, exist_ok=True)
     settings.COURSE_DIR.set(root / "course")
     settings.RELEASE_DIR.set(root / "release")
-    settings.CELL_TIMEOUT.set(settings.CELL_TIMEOUT.get() or 6)     # the looping sample waits this out once
+    settings.CELL_TIMEOUT.set(settings.CELL_TIMEOUT.get() or 6)   # the looping sample waits it out
     names = course.expand(labs)
     started = time.monotonic()
     print(f"== course folder {root}")

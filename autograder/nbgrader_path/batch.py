@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 
 from autograder import edition, sandbox, settings
-from autograder.nbgrader_path import course, forkserver
+from autograder.nbgrader_path import course, forkserver, jupyter_kernel
 from autograder.notebooks import read_notebook
 from autograder.sandbox import cgroups
 
@@ -47,7 +47,7 @@ def submissions(lab):
     Raises FileNotFoundError when nothing was ever collected into the course (no ``submitted/``),
     and PermissionError when that folder cannot be read: either way nothing could be graded.
     """
-    root = course.course_dir() / "submitted"
+    root = course.place("submitted")
     if not root.is_dir():
         raise FileNotFoundError(f"there is no folder of submissions {root}: bring them in with "
                                 "'python -m autograder collect DIR' first")
@@ -126,7 +126,7 @@ def _autograde_in_pool(todo, workers, progress):
 
     if not todo:
         return []
-    gradebook = course.course_dir() / "gradebook.db"
+    gradebook = course.place("gradebook.db")
     workers = _pool_size(workers, len(todo))
     results = []
     scratch = Path(tempfile.mkdtemp(prefix="mini-autograde-"))
@@ -199,7 +199,7 @@ def _quiet_nbgrader():
 
 def _autograded(lab, student):
     """The folder of a submission's autograded copy (where its kernel runs and its marker lies)."""
-    return course.course_dir() / "autograded" / student / lab
+    return course.place("autograded", student, lab)
 
 
 def _already_graded(lab, student, path):
@@ -221,7 +221,7 @@ def _digest(path):
 # --- inside a worker process ---------------------------------------------------------------------
 
 _api = None
-_server = None      # the worker's fork server (autograder.nbgrader_path.forkserver), ends with the worker
+_server = None      # the worker's fork server (nbgrader_path.forkserver), ends with the worker
 _runtime = None     # the worker's runtime folder: its kernel's connection file, sockets and home
 
 
@@ -233,7 +233,8 @@ def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     connection file and sockets), so neither the rest of the course folder, nor the solutions,
     nor the rest of the batch's folder (the gradebook copies, every worker's kernel launch file,
     the other workers' kernels), nor the network.  The worker's fork server
-    (:mod:`autograder.nbgrader_path.forkserver`) starts those kernels; it ends when the worker does.  With
+    (:mod:`autograder.nbgrader_path.forkserver`) starts those kernels; it ends when the worker does.
+     With
     ``cgroup`` (the batch's, when the grader runs as root) the server and every process a kernel
     starts are in it, so that none outlives the batch, even one that left its kernel's session.
     """
@@ -251,10 +252,10 @@ def _start_worker(gradebook, scratch, environment, stop, labs, cgroup=None):
     _runtime.mkdir()
     tempfile.tempdir = str(_runtime)        # where jupyter_client writes each connection file
     _server, server_socket = forkserver.start(
-        mine / "server", mine / "run", course.course_dir() / "autograded",
+        mine / "server", mine / "run", course.place("autograded"),
         limits, sandbox.confinement([]), labs, cgroup)
     through = forkserver.client_command(server_socket) if server_socket else ()
-    kernel = sandbox.install_grading_kernel(mine / "jupyter", mine / "run", limits, through)
+    kernel = jupyter_kernel.install_grading_kernel(mine / "jupyter", mine / "run", limits, through)
     _api = course.api(db_url=f"sqlite:///{private}", kernel_name=kernel,
                       ipc_prefix=mine / "run" / "kernel-ipc")
 

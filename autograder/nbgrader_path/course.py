@@ -20,6 +20,14 @@ def course_dir():
     return Path(settings.COURSE_DIR.get()).resolve()
 
 
+def place(part, *below):
+    """A place in the course folder, the one map of its layout: ``submitted/<student>/<lab>/``
+    (what ``collect`` brings in), ``autograded/`` and ``feedback/`` (nbgrader's), ``results/``
+    (the pytest path's), ``gradescope/`` (the zips), ``gradebook.db``, ``grades.csv`` and, on a
+    laptop, ``exchange/``.  ``place("submitted", student, lab)`` is one submission's folder."""
+    return course_dir().joinpath(part, *below)
+
+
 def isolate_jupyter(folder):
     """Point Jupyter's config, data and runtime folders under ``folder`` (not ``~``)."""
     for variable, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
@@ -37,7 +45,8 @@ def find_nbgrader_tools():
 
 def template_folders():
     """Where nbconvert looks for the templates of nbgrader's pages, first to last: mini's (its
-    feedback page, ``autograder/nbgrader_path/templates/feedback``), then nbgrader's own (the formgrader's)."""
+    feedback page, ``autograder/nbgrader_path/templates/feedback``), then nbgrader's own (the
+    formgrader's)."""
     import nbgrader
     return [str(Path(__file__).resolve().parent / "templates"),
             str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
@@ -77,7 +86,7 @@ def exchange_dir():
     """nbgrader's exchange folder (``nbgrader_config.py`` gives nbgrader this one): on a shared
     server the system folder the hub passes as ``MINI_EXCHANGE_DIR``, else the course folder's
     ``exchange/``."""
-    return Path(settings.EXCHANGE_DIR.get() or course_dir() / "exchange").resolve()
+    return Path(settings.EXCHANGE_DIR.get() or place("exchange")).resolve()
 
 
 def ensure_exchange():

@@ -5,9 +5,9 @@ runs: Python, ipykernel with IPython, numpy, matplotlib.  A worker grades one su
 another, so it starts one *fork server* inside the sandbox (:func:`start`) that imports all of that
 once, then forks a child for every kernel nbgrader asks for.  The ``mini-grader`` kernelspec runs a
 small client (``CLIENT``) in the kernel's place; the server's child takes the steps a kernel
-started by :mod:`autograder.nbgrader_path.jupyter_kernel` takes (limits, its own home and environment, Landlock; with
-namespaces its own view of the batch's autograded copies) and runs ipykernel.  No student code
-runs in the server, and none can reach it:
+started by :mod:`autograder.nbgrader_path.jupyter_kernel` takes (limits, its own home and
+environment, Landlock; with namespaces its own view of the batch's autograded copies) and runs
+ipykernel.  No student code runs in the server, and none can reach it:
 
 * the server answers only a client whose parent is the worker, never a kernel or a process a
   kernel starts (``SO_PEERCRED``);
@@ -83,8 +83,8 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
     grader read-only (:func:`autograder.sandbox.sandboxed`).  Kernels get ``limits``
     (:class:`autograder.sandbox.Limits`), and each imports the student edition of mini of its
     own lab (one of ``labs``, ``autograder.edition.for_grading``) and sees no other.  Given
-    ``cgroup`` (:mod:`autograder.sandbox.cgroups`), the server runs in a group inside it, and each kernel
-    in one of its own there, allowed ``limits.processes`` processes and threads and
+    ``cgroup`` (:mod:`autograder.sandbox.cgroups`), the server runs in a group inside it, and each
+    kernel in one of its own there, allowed ``limits.processes`` processes and threads and
     ``limits.memory_bytes`` of memory, with a CPU share equal to each other kernel's, and emptied
     when the kernel ends.
     """
@@ -98,7 +98,8 @@ def start(folder, runtime_dir, cover, limits, confinement, labs, cgroup=None):
               "confinement": confinement, "cgroup": cgroup, "memory": limits.memory_bytes,
               "folder_bytes": limits.folder_bytes,
               "editions": {lab: sandbox.seen_at(path) for lab, path in editions.items()}}
-    command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
+    command = [sys.executable, "-I", "-c",
+               f"import sys; sys.path.insert(0, {str(sandbox.REPO)!r}); "
                "from autograder.nbgrader_path.forkserver import serve; serve()", json.dumps(config)]
     writable = [folder, runtime_dir, cover] + (cgroup or [])   # the kernels' cgroups go there
     command = sandbox.sandboxed(command, keep=writable, editions=editions.values())

@@ -6,10 +6,11 @@ Jupyter folders (its runtime folder holds the server's token and its kernels' co
 its data folder the kernelspecs it launches), the course folder, the gradebook and ``solutions/``
 in reach.  Inside a server, ``nbgrader_config.py`` has the course's Execute preprocessor start
 every kernel with :class:`SandboxedKernelManager` instead: the CLI's ``mini-grader`` kernel
-(:func:`autograder.sandbox.install_grading_kernel`, :mod:`autograder.nbgrader_path.jupyter_kernel`), whatever kernel the
-notebook names.  The preprocessors are the CLI's, so the hidden checks' verdicts are decided in the
-server's process, outside the kernel, as in a CLI worker; the server writes the scores straight
-into the course gradebook, which the kernel cannot see.
+(:func:`autograder.nbgrader_path.jupyter_kernel.install_grading_kernel`,
+:mod:`autograder.nbgrader_path.jupyter_kernel`), whatever kernel the notebook names.  The
+preprocessors are the CLI's, so the hidden checks' verdicts are decided in the server's process,
+outside the kernel, as in a CLI worker; the server writes the scores straight into the course
+gradebook, which the kernel cannot see.
 """
 import os
 import shutil
@@ -23,6 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 
 from autograder import edition, sandbox, settings
+from autograder.nbgrader_path import jupyter_kernel
 from autograder.sandbox import cgroups
 
 MAX_SOCKET_PATH = 107       # a Unix socket's path (sun_path less its final NUL)
@@ -44,18 +46,18 @@ class SandboxedKernelManager(AsyncKernelManager):
     the course folder but its own autograded copy (its only other writable folder), nor the
     solutions or the exchange; so no kernel can rewrite the launch file of another, or reach the
     server.  The folder is removed with the kernel.  Under a server running as root, where the
-    process limit does not bind, the kernel runs in cgroups of its own (:mod:`autograder.sandbox.cgroups`:
-    its limit on processes and threads, on memory, its share of the CPU), emptied when the kernel
-    ends: nothing it started outlives it.
+    process limit does not bind, the kernel runs in cgroups of its own
+    (:mod:`autograder.sandbox.cgroups`: its limit on processes and threads, on memory, its share of
+    the CPU), emptied when the kernel ends: nothing it started outlives it.
     """
 
     def __init__(self, **kwargs):
-        super().__init__(**{**kwargs, "kernel_name": sandbox.KERNEL_NAME})
+        super().__init__(**{**kwargs, "kernel_name": jupyter_kernel.KERNEL_NAME})
         self.folder = Path(tempfile.mkdtemp(prefix="mini-grading-", dir=jupyter_runtime_dir()))
         runtime = self.folder / "run"
         runtime.mkdir()
         limits = sandbox.Limits()
-        sandbox.install_grading_kernel(self.folder / "jupyter", runtime, limits)
+        jupyter_kernel.install_grading_kernel(self.folder / "jupyter", runtime, limits)
         self.kernel_spec_manager = KernelSpecManager(
             kernel_dirs=[str(self.folder / "jupyter" / "kernels")])
         self.transport, self.ip = "ipc", str(runtime / "kernel-ipc")

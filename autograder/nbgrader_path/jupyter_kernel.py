@@ -1,21 +1,21 @@
 """Start the kernel that runs a submission on the nbgrader path: limits first, then ipykernel.
 
-The ``mini-grader`` kernelspec (:func:`autograder.sandbox.install_grading_kernel`) runs this inside
+The ``mini-grader`` kernelspec (:func:`install_grading_kernel`) runs this inside
 the sandbox.  Before ipykernel starts, it caps the process's memory, CPU time, file size and
 processes (as the pytest path's worker is capped), points file descriptors 1 and 2 at /dev/null
 (what the notebook prints still reaches the notebook through ipykernel; bytes written straight to
 the descriptors no longer reach the instructor's terminal), and replaces the environment with a
 short list, so no variable of the instructor's reaches student code, not even through
 ``/proc/self/environ``.  With namespaces it first takes a PID namespace of its own
-(:mod:`autograder.sandbox.pid_namespace`), so that whatever the kernel starts ends with it, and last drops
-every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the kernel
-confines itself to it: it may read its connection file and the student edition of mini, and write
-only its folder (the autograded copy it starts in), its temporary home (beside its connection
+(:mod:`autograder.sandbox.pid_namespace`), so that whatever the kernel starts ends with it, and last
+drops every capability.  Where the sandbox has Landlock (``CONFINEMENT`` is not ``null``), the
+kernel confines itself to it: it may read its connection file and the student edition of mini, and
+write only its folder (the autograded copy it starts in), its temporary home (beside its connection
 file) and the folder of its IPC sockets.  That step, with importing the student half of the lab's
 checks, hiding the grader's source, and dropping the capabilities, is taken after ``execve``, in
 the kernel's own interpreter (:func:`seal`).  A batch's worker starts most kernels faster, by
-forking them from :mod:`autograder.nbgrader_path.forkserver`, which takes the same steps (:func:`enter`) in each
-child.
+forking them from :mod:`autograder.nbgrader_path.forkserver`, which takes the same steps
+(:func:`enter`) in each child.
 
     python -c "...; main()" RLIMITS CONFINEMENT NAMESPACES -f CONNECTION_FILE
 """
@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import sys
+from pathlib import Path
 import tempfile
 
 from autograder import probes, sandbox, settings
@@ -34,6 +35,7 @@ from autograder.sandbox import (REPO, capabilities, confine, guard, pid_namespac
 # kept in a PID namespace of its own, where the namespace ends with the parent instead) and the
 # thread settings the instructor chose (not the checks' inputs: the grader writes them into each
 # test cell as the cell runs)
+KERNEL_NAME = "mini-grader"
 KEEP = ("JPY_PARENT_PID", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 
@@ -47,8 +49,8 @@ def main():
     sealing = json.dumps({"confinement": confinement, "namespaces": namespaces,
                           "edition": edition})
     start = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-             "from autograder.nbgrader_path.jupyter_kernel import seal, run_ipykernel; seal(sys.argv.pop(1)); "
-             "run_ipykernel()")
+             "from autograder.nbgrader_path.jupyter_kernel import seal, run_ipykernel; "
+             "seal(sys.argv.pop(1)); run_ipykernel()")
     os.execve(sys.executable, [sys.executable, "-I", "-c", start, sealing, *kernel_arguments],
               environment)
 
@@ -131,3 +133,31 @@ def enter(rlimits, confinement, kernel_arguments, namespaces, sealed=True):
 
 if __name__ == "__main__":
     main()
+
+
+def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
+    """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
+    this module's :func:`main` with ``limits`` (:class:`autograder.sandbox.Limits`), in the folder
+    named by ``$MINI_KERNEL_HOME`` (the submission's autograded copy), with the student edition of
+    mini in the folder named by ``$MINI_EDITION`` (``autograder.edition.for_grading`` of the lab).
+    Under Landlock the kernel may also write its own folders; it reads the grader only until it is
+    sealed (:func:`seal`).
+
+    Of the host's folders the kernel's root shows only those two writable: the autograded copy
+    and ``runtime_dir`` (its connection file and IPC sockets); never ``data_dir``, since a kernel
+    that could rewrite this launch file would start the next submission's kernel as it pleased,
+    outside the sandbox.  ``through``: a command that the launcher above is handed to as its last
+    arguments (:func:`autograder.nbgrader_path.forkserver.client_command`: fork the kernel from a
+    server, start it as above only where the server does not answer).
+    """
+    folder = Path(data_dir) / "kernels" / KERNEL_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+                "from autograder.nbgrader_path.jupyter_kernel import main; main()",
+                json.dumps(limits.rlimits()), json.dumps(sandbox.confinement([])),
+                json.dumps(sandbox.isolation() == "namespaces"), "-f", "{connection_file}"]
+    argv = [*through, *sandbox.sandboxed(launcher, keep=["$MINI_KERNEL_HOME", str(runtime_dir)],
+                                         editions=["$MINI_EDITION"])]
+    (folder / "kernel.json").write_text(json.dumps(
+        {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
+    return KERNEL_NAME

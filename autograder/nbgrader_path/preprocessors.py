@@ -37,10 +37,10 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, GetGrades, NbGraderPreprocessor
 from traitlets import Type
 
-from autograder import hidden
+from autograder import hidden, sandbox
 from autograder.checks import answer, cases, checks_of, new_seed, ptx
 from autograder.labs import LABS, fill_in_tested_by
-from autograder.notebooks import (is_test_cell, names_tests_read, skips_demo, visible_part)
+from autograder.notebooks import is_test_cell, names_tests_read, skips_demo, visible_part
 
 KERNEL_DIED = "KernelDied"
 DEAF = "KernelNotResponding"
@@ -108,8 +108,8 @@ class ResilientExecute(Execute):
 
     # nbgrader's Execute fixes nbclient's kernel_manager_class, whatever the config says
     kernel_manager = Type(AsyncKernelManager, klass=KernelManager, help=(
-        "What starts each kernel: autograder.nbgrader_path.formgrader.SandboxedKernelManager inside a "
-        "Jupyter server")).tag(config=True)
+        "What starts each kernel: autograder.nbgrader_path.formgrader.SandboxedKernelManager "
+        "inside a Jupyter server")).tag(config=True)
 
     def create_kernel_manager(self):
         self.kernel_manager_class = self.kernel_manager
@@ -314,7 +314,7 @@ class CutOutput(NbGraderPreprocessor):
     the lab's plots, while a notebook that draws thousands of them cannot bloat the gradebook);
     drop any other large data."""
 
-    max_chars = 20_000
+    max_chars = sandbox.Limits.output_chars
     max_image_chars = 1_000_000                 # base64: a PNG of about 750 kB
     max_notebook_image_chars = 10_000_000
 
@@ -325,12 +325,12 @@ class CutOutput(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
         for output in cell.get("outputs", []):
             if isinstance(output.get("text"), str):
-                output["text"] = _cut(output["text"], self.max_chars)
+                output["text"] = sandbox.cut(output["text"], self.max_chars)
             for kind, value in list(output.get("data", {}).items()):
                 if not isinstance(value, str) or len(value) <= self.max_chars:
                     continue
                 if kind.startswith("text/"):
-                    output["data"][kind] = _cut(value, self.max_chars)
+                    output["data"][kind] = sandbox.cut(value, self.max_chars)
                 elif kind.startswith("image/") and len(value) <= min(self.max_image_chars,
                                                                      self._images_left):
                     self._images_left -= len(value)
@@ -339,12 +339,6 @@ class CutOutput(NbGraderPreprocessor):
                     output["data"]["text/plain"] = f"({kind} output of {len(value)} " \
                                                    "characters left out)"
         return cell, resources
-
-
-def _cut(text, limit):
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n... ({len(text) - limit} more characters cut)"
 
 
 class StderrIsNotFailure(NbGraderPreprocessor):

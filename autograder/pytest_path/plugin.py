@@ -2,8 +2,9 @@
 
 ``python -m autograder grade`` runs pytest on this file with the batch to grade handed to pytest
 as a plugin, a :class:`Batch`.  Every submission is graded once, up front, in worker processes
-(``autograder.pytest_path.runner``) on this machine or on a Dask cluster (``autograder.pytest_path.cluster``); each test
-then reports one test cell's verdict with the check's message, and the session writes
+(``autograder.pytest_path.runner``) on this machine or on a Dask cluster
+(``autograder.pytest_path.cluster``); each test then reports one test cell's verdict with the
+check's message, and the session writes
 ``<out>/<lab>/<student>/results.json`` and ``<out>/grades.csv``.
 """
 import concurrent.futures

@@ -84,8 +84,9 @@ def cells_to_run(notebook_path, lab):
     The submission's code cells, but for its test cells the visible part of the SOURCE's test
     (``fill-in`` names whose checks run after it); a test cell the submission deleted is put back
     after the cell that comes before it in the source, as nbgrader does, and a cell claiming a
-    grade id already seen is dropped, as :class:`autograder.nbgrader_path.preprocessors.RestoreCells` does.
-    Demo cells are skipped (:func:`skips_demo`).
+    grade id already seen is dropped, as
+    :class:`autograder.nbgrader_path.preprocessors.RestoreCells` does.  Demo cells are skipped
+    (:func:`skips_demo`).
 
     Raises ValueError with a readable reason when the file is not a usable notebook.
     """
@@ -182,7 +183,7 @@ def _run_workers(cells, drawn, lab, limits, notes, visible_failures):
             elif event["event"] == "output" and event["text"].strip():
                 text = event["text"]
                 if len(text) > limits.output_chars + 200:      # the worker's own cut, enforced
-                    text = text[:limits.output_chars] + "\n... (more characters cut)"
+                    text = sandbox.cut(text, limits.output_chars)
                 notes.append("printed output:\n" + text)
         if reason is None or last is None:
             if reason:

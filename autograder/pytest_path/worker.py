@@ -1,8 +1,8 @@
 """The worker: runs ONE submission's code in its own process and reports plain data.
 
-It is started by ``autograder.pytest_path.runner`` with a JSON request on stdin and never decides a grade.  It
-imports the student edition of mini the request names (the answers of the graded lab, and of
-every lab it does not build on, left out) and the student half of the lab's checks
+It is started by ``autograder.pytest_path.runner`` with a JSON request on stdin and never decides a
+grade.  It imports the student edition of mini the request names (the answers of the graded lab, and
+of every lab it does not build on, left out) and the student half of the lab's checks
 (``autograder.probes``), and nothing else of the grader.  It executes the notebook's code cells in
 order, each test cell as the visible part of the lab's own test (the grader sends it), and right
 after a test cell whose visible tests passed, the tasks of that fill-in's checks (probes and
@@ -27,6 +27,7 @@ import signal
 import sys
 import traceback
 
+from autograder import sandbox
 from autograder.sandbox import pid_namespace
 
 
@@ -46,8 +47,7 @@ class BoundedText(io.TextIOBase):
         return len(text)
 
     def getvalue(self):
-        cut = self.size - self.limit
-        return "".join(self.parts) + (f"\n... ({cut} more characters cut)" if cut > 0 else "")
+        return sandbox.cut("".join(self.parts), self.limit, more=self.size - self.limit)
 
 
 class TimeLimit(BaseException):
@@ -79,7 +79,7 @@ def main():
     # What runs the checks is imported now, before any student code: mini from the student
     # edition, the lab's probes; then the grader's source is out of reach and cannot be imported.
     sys.path.insert(0, request["edition"])
-    from autograder import probes, sandbox
+    from autograder import probes
     from autograder.sandbox import guard
     lab = request["lab"]
     kept = probes.lab_probes(lab)

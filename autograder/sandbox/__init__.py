@@ -12,8 +12,8 @@ this machine allows (:func:`isolation`):
 * ``none``: resource limits only.
 
 Wherever Landlock is available (both first kinds), the student-code process also confines itself
-before any student code runs (:func:`confinement`, ``autograder.sandbox.landlock``): only the system,
-Python and mini may be read, only its own folders written, no TCP.  Without namespaces that
+before any student code runs (:func:`confinement`, ``autograder.sandbox.landlock``): only the
+system, Python and mini may be read, only its own folders written, no TCP.  Without namespaces that
 allow-list is what keeps answers elsewhere on the machine (another checkout, a temporary folder,
 a home folder) out of reach; with them it is a second layer.  Every result says what it had
 (:func:`isolation_note`).  ``MINI_SANDBOX=landlock`` or ``none`` asks for a weaker kind than the
@@ -39,7 +39,6 @@ from autograder import REPO, settings
 from autograder.sandbox import capabilities, cgroups, landlock, minimal_root, syscalls
 from autograder.sandbox.syscalls import MS_BIND, MS_RDONLY, mount
 
-KERNEL_NAME = "mini-grader"
 KINDS = ("namespaces", "namespaces-only", "landlock", "none")
 SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")    # programs, libraries
 
@@ -123,6 +122,13 @@ class Limits:
                 "FSIZE": self.file_bytes, "CORE": 0, "NPROC": self.processes}
 
 
+def cut(text, limit, more=None):
+    """``text`` kept to ``limit`` characters, saying how many more there were (``more``, where
+    the caller counted them): the one message of the output limit, on both paths."""
+    more = len(text) - limit if more is None else more
+    return text[:limit] + (f"\n... ({more} more characters cut)" if more > 0 else "")
+
+
 def set_limits(rlimits, tasks):
     """Apply :meth:`Limits.rlimits` to this process, for good; ``tasks`` is what the user ran
     before (:func:`user_tasks`), since ``RLIMIT_NPROC`` counts all of the user's processes and
@@ -135,8 +141,8 @@ def set_limits(rlimits, tasks):
 
 def start_limited(rlimits, tasks, group):
     """In a child the grader starts for student code or its compiler, before ``exec``: die with
-    the grader (no orphan keeps running), join its cgroups ``group`` (:mod:`autograder.sandbox.cgroups`)
-    and take ``rlimits`` (:func:`set_limits`)."""
+    the grader (no orphan keeps running), join its cgroups ``group``
+    (:mod:`autograder.sandbox.cgroups`) and take ``rlimits`` (:func:`set_limits`)."""
     with contextlib.suppress(AttributeError):           # no prctl: not Linux
         syscalls.libc.prctl(syscalls.PR_SET_PDEATHSIG, signal.SIGKILL)
     cgroups.join(group)
@@ -245,11 +251,12 @@ def seal_off(spec, namespaces):
 
 
 def sandboxed(command, keep=(), editions=(), private_bytes=None):
-    """``command`` with no network, in a minimal root of its own (:mod:`autograder.sandbox.minimal_root`):
-    of the host's files only the system, Python with its packages (none of
-    :data:`OTHER_DIFFERENTIATORS`) and the grader, read-only, the folders ``keep``, read-write,
-    each at its own path, and the student editions of mini ``editions``, read-only, each where
-    :func:`seen_at` says; the command starts in the first of ``keep`` (else in /).  An item of
+    """``command`` with no network, in a minimal root of its own
+    (:mod:`autograder.sandbox.minimal_root`): of the host's files only the system, Python with its
+    packages (none of :data:`OTHER_DIFFERENTIATORS`) and the grader, read-only, the folders
+    ``keep``, read-write, each at its own path, and the student editions of mini ``editions``,
+    read-only, each where :func:`seen_at` says; the command starts in the first of ``keep`` (else in
+    /).  An item of
     ``keep`` or ``editions`` may name an environment variable (``"$MINI_KERNEL_HOME"``), read as
     the command starts (an edition's is then set to where the command sees it).  With
     ``private_bytes``, the first of ``keep`` is an empty folder of the command's own, of at most
@@ -332,31 +339,3 @@ def _font_lists():
     folder = os.environ.get("MPLCONFIGDIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
     return sorted(Path(folder).glob("fontlist-v*.json"))
-
-
-def install_grading_kernel(data_dir, runtime_dir, limits, through=()):
-    """A kernelspec ``mini-grader`` under ``data_dir``: python3 inside the sandbox, started by
-    :mod:`autograder.nbgrader_path.jupyter_kernel` with ``limits`` (:class:`Limits`), in the folder named by
-    ``$MINI_KERNEL_HOME`` (the submission's autograded copy), with the student edition of mini
-    in the folder named by ``$MINI_EDITION`` (``autograder.edition.for_grading`` of the lab).  Under Landlock the kernel may also
-    write its own folders; it reads the grader only until it is sealed
-    (:func:`autograder.nbgrader_path.jupyter_kernel.seal`).
-
-    Of the host's folders the kernel's root shows only those two writable: the autograded copy
-    and ``runtime_dir`` (its connection file and IPC sockets); never ``data_dir``, since a kernel
-    that could rewrite this launch file would start the next submission's kernel as it pleased,
-    outside the sandbox.  ``through``: a command that the launcher above is handed to as its last
-    arguments (:func:`autograder.nbgrader_path.forkserver.client_command`: fork the kernel from a server, start
-    it as above only where the server does not answer).
-    """
-    folder = Path(data_dir) / "kernels" / KERNEL_NAME
-    folder.mkdir(parents=True, exist_ok=True)
-    launcher = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-                "from autograder.nbgrader_path.jupyter_kernel import main; main()", json.dumps(limits.rlimits()),
-                json.dumps(confinement([])), json.dumps(isolation() == "namespaces"),
-                "-f", "{connection_file}"]
-    argv = [*through, *sandboxed(launcher, keep=["$MINI_KERNEL_HOME", str(runtime_dir)],
-                                 editions=["$MINI_EDITION"])]
-    (folder / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "Python 3 (grading)", "language": "python"}))
-    return KERNEL_NAME

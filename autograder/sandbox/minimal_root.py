@@ -13,7 +13,8 @@ root is a tmpfs that holds nothing of the host but what the command needs, each 
   ``/editions/<its folder's name>`` (:data:`EDITIONS`) rather than where the host keeps it (in a
   cache folder of the grader's home): an item may be an environment variable,
   ``$MINI_EDITION``, which the command then finds set to that path;
-* /proc (a PID namespace's first process mounts its own over it, :mod:`autograder.sandbox.pid_namespace`);
+* /proc (a PID namespace's first process mounts its own over it,
+  :mod:`autograder.sandbox.pid_namespace`);
 * a /dev of its own: null, zero, full, random, urandom, tty, a private pts instance and an empty
   /dev/shm;
 * an empty /tmp;

@@ -24,8 +24,8 @@ import select
 import signal
 import struct
 
-from autograder.sandbox.syscalls import (CLONE_NEWPID, MS_NODEV, MS_NOEXEC, MS_NOSUID, PR_SET_PDEATHSIG,
-                                         libc, unshare)
+from autograder.sandbox.syscalls import (CLONE_NEWPID, MS_NODEV, MS_NOEXEC, MS_NOSUID,
+                                         PR_SET_PDEATHSIG, libc, unshare)
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
              signal.SIGUSR2)
