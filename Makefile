@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# The browser tests (tests/test_browser*.py) drive Debian's chromium through its chromedriver.
+# The browser tests (tests/browser/) drive Debian's chromium through its chromedriver.
 APT_BROWSER := apt-get update && apt-get install -y chromium chromium-driver
 browser: /usr/bin/chromedriver
 

@@ -4,8 +4,8 @@
                                        [--labs all] [--workers 2]
 
 The submissions are every sample kind of each lab (``autograder.demo.samples``: full, untouched, bug,
-no_test) and the wrong notebooks of ``tests/test_lab*_wrong_work.py`` (one mistake in each of
-several fill-ins).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
+no_test) and the wrong notebooks of ``tests/labs/test_lab*_wrong_work.py`` (one mistake in each
+of several fill-ins).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
 them ``--repeats`` times and the nbgrader path (``autograde --workers N`` with
 ``AUTOGRADER_SEED=S``) ``--nbgrader-repeats`` times, for the first ``--nbgrader-seeds`` seeds.
 Prints, per seed, how many different scores each submission got (1 is repeatable) and whether
@@ -27,7 +27,7 @@ import nbformat
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "labs"), str(REPO / "tests")]
 
 from autograder.nbgrader_path import course
 from autograder.demo import samples  # noqa: E402

@@ -2,6 +2,13 @@
 import os
 import shutil
 import tempfile
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+# The helpers of support/ fail with the same detail as the tests that call them.
+pytest.register_assert_rewrite("support")
 
 _home = tempfile.mkdtemp(prefix="mini-tests-")
 for variable, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
@@ -17,27 +24,31 @@ def pytest_unconfigure():
     shutil.rmtree(_home, ignore_errors=True)
 
 
-# The slowest files first (measured, slowest at the top), so that `make test`'s two xdist workers
-# (--dist loadfile --no-loadscope-reorder: a file at a time, in this order) end together instead of
-# one of them running a long file alone at the end.
-SLOWEST_FIRST = ["test_labs_grading.py", "test_autograder.py", "test_hostile_nbgrader.py",
-                 "test_reruns.py", "test_parity.py", "test_exchange.py",
-                 "test_pytest_path_samples.py", "test_hostile.py", "test_kit.py", "test_labs.py",
-                 "test_verdicts_outside.py", "test_browser_student.py", "test_sandbox.py",
-                 "test_browser_instructor.py", "test_lab5_wrong_work.py", "test_ptx.py",
-                 "test_formgrader.py", "test_neighbours.py", "test_forkserver.py",
-                 "test_demo_cells.py", "test_kernels_cuda.py", "test_gradescope.py",
-                 "test_exit_codes.py", "test_feedback_pending.py", "test_cluster.py"]
+# The slowest files first (measured, slowest at the top; paths from this folder), so that `make
+# test`'s two xdist workers (--dist loadfile --no-loadscope-reorder: a file at a time, in this
+# order) end together instead of one of them running a long file alone at the end.
+SLOWEST_FIRST = ["labs/test_labs_grading.py", "grading/test_autograder.py",
+                 "sandbox/test_hostile_nbgrader.py", "grading/test_reruns.py",
+                 "grading/test_parity.py", "grading/test_exchange.py",
+                 "grading/test_pytest_path_samples.py", "sandbox/test_hostile.py",
+                 "grading/test_kit.py", "labs/test_labs.py", "grading/test_verdicts_outside.py",
+                 "browser/test_browser_student.py", "sandbox/test_sandbox.py",
+                 "browser/test_browser_instructor.py", "labs/test_lab5_wrong_work.py",
+                 "library/test_ptx.py", "grading/test_formgrader.py", "sandbox/test_neighbours.py",
+                 "sandbox/test_forkserver.py", "labs/test_demo_cells.py",
+                 "library/test_kernels_cuda.py", "grading/test_gradescope.py",
+                 "grading/test_exit_codes.py", "grading/test_feedback_pending.py",
+                 "grading/test_cluster.py"]
 
 
 def pytest_collection_modifyitems(items):
-    missing = [name for name in SLOWEST_FIRST
-               if not os.path.isfile(os.path.join(os.path.dirname(__file__), name))]
+    missing = [name for name in SLOWEST_FIRST if not (HERE / name).is_file()]
     if missing:
         raise RuntimeError(f"tests/conftest.py's SLOWEST_FIRST lists files that are not there: "
                            f"{', '.join(missing)}; take them out or rename them there too")
 
+    ranks = {HERE / name: place for place, name in enumerate(SLOWEST_FIRST)}
+
     def rank(item):
-        name = item.path.name
-        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+        return ranks.get(item.path.resolve(), len(SLOWEST_FIRST))
     items.sort(key=rank)    # stable: within a file, and among the rest, the collected order

@@ -1,0 +1,54 @@
+"""The instructor's course of the end-to-end tests (tests/grading/test_autograder.py): the labs it
+grades on the nbgrader path, and its formgrader served over HTTP."""
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from autograder.nbgrader_path import course
+
+# The labs the course grades on the nbgrader path; the other labs' sample students are graded on
+# the pytest path alone (tests/grading/test_pytest_path_samples.py).
+NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]
+
+
+@contextlib.contextmanager
+def formgrader(root_dir, env=None, arguments=()):
+    """A Jupyter server on loopback, started where nbgrader finds the course's config (with
+    ``arguments`` added to its command line); yields a function that sends a request to the
+    formgrader's API and returns the decoded JSON answer."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser",
+         f"--port={port}", "--ip=127.0.0.1", "--IdentityProvider.token=t0ken",
+         f"--ServerApp.root_dir={root_dir}", *arguments],  # the course folder must be inside it
+        cwd=course.CONFIG_FILE.parent, env=env,   # where nbgrader looks for nbgrader_config.py
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def api(path, post=False):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/formgrader/api/{path}",
+                                         data=b"" if post else None,
+                                         headers={"Authorization": "token t0ken"})
+        return json.loads(urllib.request.urlopen(request, timeout=120).read())
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                api("assignments")
+                break
+            except urllib.error.HTTPError:       # it answered, with an error: that is the failure
+                raise
+            except OSError:
+                assert time.monotonic() < deadline, "the Jupyter server did not answer"
+                time.sleep(0.5)
+        yield api
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
