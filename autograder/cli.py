@@ -5,10 +5,12 @@
     autograde LAB|all      grade them with nbgrader, in parallel (the gradebook path)
     grade LAB|all          grade them with the pytest path (isolated workers, JSON results)
     feedback LAB|all       HTML feedback for each student, hidden tests removed
-    export                 every score as CSV
+    export                 every score as CSV: nbgrader's, or Canvas's or Moodle's import
+    similarity LAB         the pairs of submissions that share the most code, as an HTML page
     demo                   all of the above on generated sample submissions
     gradescope LAB|all     the autograder zip to upload to Gradescope, one per lab
     settings               the environment variables the grader reads, with their values
+    report LAB             an HTML page of what the class got wrong: grades, pass rates, failures
 
 Exit status: 0 when every submission was graded (whatever its score); 1 when some could not be,
 or grading itself failed (a grader-side error, results that could not be written); 2 for a usage
@@ -94,7 +96,10 @@ def _parser():
     sub.add_argument("lab", help="a lab or 'all'")
 
     sub = command("export", _export, "export the gradebook's scores as CSV")
-    sub.add_argument("--to", help="CSV file (default: the course's grades.csv)")
+    sub.add_argument("--to", help="CSV file (default: the course's grades.csv, or "
+                                  "grades-canvas.csv, grades-moodle.csv)")
+    sub.add_argument("--format", default="nbgrader", choices=["nbgrader", "canvas", "moodle"],
+                     help="nbgrader's CSV (default), or Canvas's or Moodle's gradebook import")
 
     sub = command("demo", _demo, "release, grade sample submissions both ways, print the table")
     sub.add_argument("--keep", help="run the demo in this folder (default: a new temporary "
@@ -109,6 +114,29 @@ def _parser():
 
     command("settings", _settings, "the environment variables the grader reads: each one's "
                                    "value in force and what it changes")
+
+    sub = command("report", _report, "an HTML page of what the class got wrong in a lab: the "
+                                     "grade histogram, each test cell's and behaviour's pass "
+                                     "rate, the commonest failure messages per fill-in")
+    sub.add_argument("lab", help="a lab (lab2 or lab2_graphs)")
+    sub.add_argument("--path", choices=["nbgrader", "pytest"],
+                     help="whose results to read (default: the path that graded the lab; the "
+                          "later one if both did)")
+    sub.add_argument("--results", help="the pytest path's results folder (default: the course's "
+                                       "results/)")
+    sub.add_argument("--out", help="the HTML file, its histogram PNG written beside it (default: "
+                                   "the course's report/<lab>/index.html)")
+
+    sub = command("similarity", _similarity, "rank the pairs of a lab's submissions that share the "
+                                             "most code, and each against mini's answers; an HTML "
+                                             "page shows them side by side (it decides nothing)")
+    sub.add_argument("lab", help="a lab (lab2 or lab2_graphs)")
+    sub.add_argument("--submissions", help="folder of <student>/<lab>.ipynb or "
+                                           "<student>/<lab>/<lab>.ipynb (default: the course's "
+                                           "submitted/)")
+    sub.add_argument("--top", type=int, default=20, help="pairs listed (default 20)")
+    sub.add_argument("--out", help="the HTML file (default: the course's "
+                                   "similarity/<lab>/index.html)")
     return parser
 
 
@@ -149,11 +177,15 @@ def _release(args):
 
 
 def _collect(args):
-    from autograder.deliveries.collect import collect
-    collected, problems = collect(args.source)
+    from autograder.deliveries.collect import gather
+    collected, problems, replaced, kept = gather(args.source)
     print(f"collected {len(collected)} notebook(s) into the course's submitted/")
     for name, reason in problems:
         print(f"  skipped {name}: {reason}")
+    for student, lab, old, new in replaced:
+        print(f"  {student}/{lab}: replaced {old} with the newer {new}")
+    for student, lab, stays, older in kept:
+        print(f"  {student}/{lab}: kept {stays} instead of {older}, which is not newer")
     return 0
 
 
@@ -262,9 +294,9 @@ def _feedback(args):
 
 
 def _export(args):
-    from autograder.nbgrader_path import batch, course
-    path = batch.export(Path(args.to or course.place("grades.csv")).resolve())
-    print(f"grades written to {path}")
+    from autograder.nbgrader_path import batch, exports
+    path = batch.export(Path(args.to or exports.default_path(args.format)).resolve(), args.format)
+    print(f"grades written to {path} ({args.format} format)")
     return 0
 
 
@@ -285,4 +317,24 @@ def _gradescope(args):
     limits = _limits(args)
     for lab in course.expand(args.lab):
         print(f"{lab}: {gradescope.build(lab, folder, limits=limits)}")
+    return 0
+
+
+def _report(args):
+    from autograder.reports import class_report
+    _, _, text = class_report.build(args.lab, out=args.out, path=args.path, results=args.results)
+    print(text)
+    return 0
+
+
+def _similarity(args):
+    from autograder.labs import lab_name
+    from autograder.nbgrader_path import course
+    from autograder.reports import similarity
+    lab = lab_name(args.lab)
+    report = similarity.compare(lab, Path(args.submissions or course.place("submitted")).resolve())
+    out = Path(args.out or course.place("similarity", lab, "index.html")).resolve()
+    similarity.write_html(report, out, args.top)
+    print(similarity.summary(report, args.top))
+    print(f"report in {out}")
     return 0

@@ -67,6 +67,26 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# Late work (autograder/nbgrader_path/late.py; docs/instructors.md, "... late work").  A
+# submission's time is its timestamp.txt, which `python -m autograder collect` writes from the
+# submission's own time; each lab's due date is the gradebook's, written from DUE_DATES at release
+# and before each autograde.  A submission after its due date loses points_per_hour for each hour,
+# or part of an hour, late, never more than cap (nor more than it scored).  Feedback shows the
+# penalty, and the exports subtract it.  A date without a zone is in c.DueDates.timezone.
+DUE_DATES = {
+    # "lab1_learning": "2026-02-06 23:59:00",
+    # "lab2_graphs": "2026-02-20 23:59:00",
+}
+c.DueDates.dates = DUE_DATES
+c.DueDates.timezone = "UTC"
+c.AssignLatePenalties.plugin_class = "autograder.nbgrader_path.late.HourlyPenalty"
+c.HourlyPenalty.points_per_hour = 2.0
+c.HourlyPenalty.cap = 20.0
+# The Canvas export's assignment columns, "<lab> (<Canvas assignment id>)": the id is the number
+# in the assignment's address; a lab without one is matched by its name in Canvas.
+c.CanvasExport.assignment_ids = {}
+
 # The formgrader's Autograde button runs these preprocessors in the Jupyter server; its kernels are
 # the sandboxed ones `python -m autograder autograde` starts (autograder.nbgrader_path.formgrader).
 if inside_jupyter_server():
@@ -75,7 +95,8 @@ if inside_jupyter_server():
 # .pth shipped beside the notebook is never importable while grading.  Nor is the batch's marker
 # of a graded submission (autograder.nbgrader_path.batch.MARKER) copied on into its feedback.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py",
-                            "*.pth", "*.so", "*.pyd", "*.egg-link", ".mini-graded"]
+                            "*.pth", "*.so", "*.pyd", "*.egg-link", ".mini-graded",
+                            "collected.json"]
 # Feedback shows the student their results without the hidden tests, and a written answer not
 # graded yet as pending (autograder/templates/feedback, found before nbgrader's own page).
 c.HTMLExporter.extra_template_basedirs = template_folders()
@@ -84,3 +105,8 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# This term's settings, kept with the course rather than in the repository: a course folder's own
+# course_config.py, when there is one, is read last and overrides this file (the due dates, the
+# late policy, the Canvas ids: c.DueDates.dates = {...}, c.HourlyPenalty.points_per_hour = ...).
+load_subconfig(str(COURSE / "course_config.py"))  # noqa: F821 (given by traitlets, as get_config)

@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 
 from autograder import edition, sandbox, settings
-from autograder.nbgrader_path import course, forkserver, jupyter_kernel
+from autograder.nbgrader_path import course, forkserver, jupyter_kernel, late
 from autograder.notebooks import read_notebook
 from autograder.sandbox import cgroups
 
@@ -71,13 +71,15 @@ def autograde(labs, workers=None, force=False, progress=True):
     """
     _quiet_nbgrader()
     outcomes = {lab: Outcome([], {}, {}) for lab in labs}
-    todo = []
+    todo, before = [], {lab: [] for lab in labs}
     for lab in labs:
         collected = submissions(lab)
         if collected:
             _require_released(lab)
+        late.prepare(course.api(), [lab])       # due dates, timestamps: before workers copy the db
         for student, path in collected:
             if not force and _already_graded(lab, student, path):
+                before[lab].append(student)
                 continue
             try:
                 read_notebook(path, lab)
@@ -97,6 +99,9 @@ def autograde(labs, workers=None, force=False, progress=True):
             else:
                 outcomes[lab].failed[student] = problem
         todo = lost
+    for lab, students in before.items():    # graded before: a due date or time may have changed
+        if students:
+            late.reassess(course.api(), lab, students)
     return outcomes
 
 
@@ -280,7 +285,8 @@ def _grade_one(lab, student):
         submission = gb.find_submission(lab, student)
         return {"timestamp": submission.timestamp,
                 "notebooks": {nb.name: {"grades": {g.name: g.auto_score for g in nb.grades},
-                                        "comments": {c.name: c.auto_comment for c in nb.comments}}
+                                        "comments": {c.name: c.auto_comment for c in nb.comments},
+                                        "late_penalty": nb.late_submission_penalty}
                               for nb in submission.notebooks}}, None
 
 
@@ -338,6 +344,8 @@ def _merge(lab, student, scores):
                 grade.needs_manual_grade = grade.manual_score is not None or auto_score is None
             for name, auto_comment in cells["comments"].items():
                 gb.find_comment(name, notebook, lab, student).auto_comment = auto_comment
+            gb.find_submission_notebook(notebook, lab, student).late_submission_penalty = \
+                cells.get("late_penalty")
         gb.db.commit()
 
 
@@ -391,11 +399,8 @@ def _feedback_one(lab, student):
     return None if result["success"] else (result.get("error") or result.get("log") or "")[-1000:]
 
 
-def export(path):
-    """Write every student's score per lab to a CSV file (nbgrader's CSV exporter)."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
-    grader = course.api()
-    with Gradebook(grader.coursedir.db_url, grader.coursedir.course_id) as gb:
-        CsvExportPlugin(to=str(path)).export(gb)
-    return path
+def export(path, fmt="nbgrader"):
+    """Write every student's score per lab to a CSV file: nbgrader's CSV exporter, or Canvas's or
+    Moodle's gradebook import (``autograder.nbgrader_path.exports``); the late penalty is off."""
+    from autograder.nbgrader_path import exports
+    return exports.export(path, fmt)

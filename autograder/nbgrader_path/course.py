@@ -119,8 +119,10 @@ def expand(labs):
 
 
 def release(lab="all"):
-    """Generate the student version of each lab from ``solutions/`` into the release folder, and
-    make sure the exchange is there for ``nbgrader release_assignment``."""
+    """Generate the student version of each lab from ``solutions/`` into the release folder, give
+    each its configured due date, and make sure the exchange is there for ``nbgrader
+    release_assignment``."""
+    from autograder.nbgrader_path import late
     ensure_exchange()           # first: nbgrader's API complains of an exchange that is not there
     grader = api()
     for name in expand(lab):
@@ -128,3 +130,4 @@ def release(lab="all"):
         if not result["success"]:
             raise RuntimeError(f"nbgrader could not release {name}:\n{result['log']}\n"
                                f"{result.get('error', '')}")
+    late.apply_due_dates(grader, expand(lab))    # the configured due dates, into the gradebook
