@@ -8,15 +8,13 @@ The pieces, in the order the labs meet them: ``mini.graph`` (nodes, topological 
 ``mini.primitives`` (the operations and their derivatives; the linear ones in ``mini.linear``, the
 table itself in ``mini.table``), ``mini.autodiff`` (reverse mode by tracing, derivatives of
 derivatives; ``mini.tracing`` keeps nested traces apart and ``mini.numpy_tracing`` turns numpy
-calls into primitives), ``mini.forward`` (forward mode), ``mini.gradcheck`` (central
+calls into primitives; the reverse pass itself, shared with ``mini.framework``, is in
+``mini.reverse``), ``mini.forward`` (forward mode), ``mini.gradcheck`` (central
 differences), ``mini.framework`` (a TensorFlow-v1 style static graph over the same table),
 ``mini.nn`` and ``mini.data`` (a sentiment classifier), ``mini.kernels`` (Numba CPU and CUDA
 kernels as a backend) and ``mini.viz`` (pictures).
 """
-from mini.autodiff import (
-    add_outgrads, backward_pass, grad, hessian, hessian_vector_product, jacobian, make_vjp,
-    value_and_grad,
-)
+from mini.autodiff import grad, hessian, hessian_vector_product, jacobian, make_vjp, value_and_grad
 from mini.backend import get_backend, set_backend, use_backend
 from mini.forward import jvp, make_jvp
 from mini.gradcheck import check_grads, diagnose, numerical_grad
@@ -29,9 +27,10 @@ from mini.primitives import (
     ones_like, power, primitive, relu, reshape, sigmoid, softmax, sqrt, stack, subtract, sum, take,
     tanh, transpose, vjp_of, vjp_table, where, zeros_like,
 )
+from mini.reverse import add_outgrads, backward_pass
 
 __all__ = [
-    # reverse mode (mini.autodiff) and forward mode (mini.forward)
+    # reverse mode (mini.reverse, mini.autodiff) and forward mode (mini.forward)
     "add_outgrads", "backward_pass", "grad", "hessian", "hessian_vector_product", "jacobian",
     "make_vjp", "value_and_grad", "jvp", "make_jvp",
     # central differences (mini.gradcheck)

@@ -2,20 +2,21 @@
 
 ``grad(f)(x)`` runs ``f`` on a boxed ``x``.  Every primitive applied to a box returns a new box that
 remembers the primitive, its arguments and its parent boxes, so running the program records its
-computation graph (L05 slide 13).  The reverse pass (slide 27) then walks that graph from the output
-back to the input, asking each node's VJP (``mini.primitives.vjp_table``) for its parents' shares of
-the gradient and summing the shares of nodes with several outgoing edges (slide 20).
+computation graph (L05 slide 13).  The reverse pass (slide 27, ``mini.reverse``, which the static
+framework runs too) then walks that graph from the output back to the input, asking each node's
+VJP (``mini.primitives.vjp_table``) for its parents' shares of the gradient and summing the shares
+of nodes with several outgoing edges (slide 20).
 """
-import contextlib
 import gc
 import warnings
 
 import numpy as np
 
 from mini.answers import answer
-from mini.graph import Node, toposort
-from mini.primitives import add, reshape, stack, vjp_of, zeros_like
+from mini.graph import Node
+from mini.primitives import reshape, stack, zeros_like
 from mini.primitives import sum as total
+from mini.reverse import backward_pass
 from mini.tracing import TracedValue, holds_traced, joined, new_trace, raw
 
 @answer("lab3", "tracer")
@@ -47,35 +48,6 @@ class Box(Node, TracedValue):
         return f"Box({self.value!r}, from {self.label})"
 
 
-@answer("lab3", "backward_pass")
-def backward_pass(g, end_node):
-    """Propagate ``g`` = d(final)/d(end_node) back through the graph (L05 slide 27).
-
-    Nodes are visited in reverse topological order, so when a node is reached every node that reads
-    it has already sent back its share.  Its total gradient is passed to each VJP of its primitive,
-    and each parent receives the result, added by :func:`add_outgrads` to what it already has.
-
-    Returns:
-        dict mapping every node of the graph to its gradient (the lecture's x_bar for each x).
-    """
-    grads = {end_node: g}
-    for node in reversed(toposort(end_node)):
-        if not node.parents:                    # an input: nothing to pass on
-            continue
-        g, fun, kwargs = grads[node], node.fun, node.kwargs
-        ans, args = node.vjp_operands()
-        for argnum, parent in zip(node.parent_argnums, node.parents):
-            parent_grad = vjp_of(fun, argnum)(g, ans, *args, **kwargs)
-            grads[parent] = add_outgrads(grads.get(parent), parent_grad)
-    return grads
-
-
-@answer("lab3", "add_outgrads")
-def add_outgrads(prev_g, g):
-    """Sum the gradient contributions of a node with several outgoing edges (L05 slide 20)."""
-    return g if prev_g is None else add(prev_g, g)
-
-
 @answer("lab3", "make_vjp")
 def make_vjp(fun, *args, argnum=0):
     """Trace ``fun(*args)`` and return ``(vjp, value)`` (L05 slide 28).
@@ -95,7 +67,7 @@ def make_vjp(fun, *args, argnum=0):
     boxed = list(args)
     for i in map(_position, argnums, [args] * len(argnums)):
         boxed[i] = _box_leaves(args[i], i, starts, trace)
-    with _collector_paused():
+    with _CollectorPaused():
         end = fun(*boxed)
     if holds_traced(end):                       # np.array of traced values
         end = joined(end)
@@ -104,7 +76,7 @@ def make_vjp(fun, *args, argnum=0):
         _refuse_untraceable_output(fun, end)
 
     def vjp(g):
-        with _collector_paused():
+        with _CollectorPaused():
             grads = backward_pass(g, end) if traced else {}
         if not any(start in grads for start in starts):
             warnings.warn(f"{_name(fun)}: the output does not depend on argument {argnum}, so its "
@@ -116,24 +88,24 @@ def make_vjp(fun, *args, argnum=0):
     return vjp, end.value if traced else end
 
 
-@contextlib.contextmanager
-def _collector_paused():
+class _CollectorPaused:
     """Hold off CPython's cycle collector while a graph is traced or walked back.
 
     The graph has no reference cycles (a node points only at its parents), so reference counting
     frees it; yet every full collection walks all of it again, with every other object of the
     process, and a growing graph of Python objects triggers one after another (they took half
     the time of a 10,000-step chain).  Cyclic garbage the traced function makes meanwhile is
-    collected once the pass is over.
+    collected once the pass is over.  A class, not a generator (``contextlib``), because each
+    gradient enters it twice and a generator takes several times longer to enter and leave.
     """
-    if not gc.isenabled():              # paused by an outer trace, or by the caller
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    def __enter__(self):
+        self.pausing = gc.isenabled()       # not when paused by an outer trace, or by the caller
+        gc.disable()
+
+    def __exit__(self, *exc_info):
+        if self.pausing:
+            gc.enable()
 
 
 def _own(gradient):
@@ -173,7 +145,7 @@ def _box_leaves(x, argnum, starts, trace):
     """Box every array in a (possibly nested) dict/list/tuple, recording the boxes in order."""
     if isinstance(x, dict):
         return {key: _box_leaves(value, argnum, starts, trace) for key, value in x.items()}
-    if _is_container(x):
+    if isinstance(x, (list, tuple)) and _holds_parameters(x):
         return type(x)(_box_leaves(value, argnum, starts, trace) for value in x)
     starts.append(Box(_differentiable(x, argnum), name=f"argument {argnum}", trace=trace))
     return starts[-1]
@@ -183,15 +155,16 @@ def _rebuild(x, leaves):
     """``x``'s structure with its arrays replaced, in order, by ``leaves``."""
     if isinstance(x, dict):
         return {key: _rebuild(value, leaves) for key, value in x.items()}
-    if _is_container(x):
+    if isinstance(x, (list, tuple)) and _holds_parameters(x):
         return type(x)(_rebuild(value, leaves) for value in x)
     return next(leaves)
 
 
-def _is_container(x):
-    """A list or tuple of parameters (arrays, dicts, traced values), not a nested list of numbers."""
-    return isinstance(x, (list, tuple)) and (not _is_numeric(x) or any(
-        isinstance(v, (np.ndarray, dict, list, tuple, TracedValue)) for v in x))
+def _holds_parameters(x):
+    """Whether the list or tuple ``x`` holds parameters (arrays, dicts, traced values), rather
+    than being a nested list of numbers (itself one parameter)."""
+    return not _is_numeric(x) or any(
+        isinstance(v, (np.ndarray, dict, list, tuple, TracedValue)) for v in x)
 
 
 @answer("lab3", "grad")
@@ -211,15 +184,16 @@ def value_and_grad(fun, argnum=0):
     """Like :func:`grad`, but returns ``(fun(*args), gradient)`` from one forward pass."""
     def value_and_gradfun(*args, **kwargs):
         vjp, ans = make_vjp(lambda *a: fun(*a, **kwargs), *args, argnum=argnum)
-        value = raw(ans)
-        if np.size(value) != 1 or np.ndim(value) != 0:
+        value = np.asarray(raw(ans))
+        if value.ndim != 0:
             raise TypeError(f"grad of {_name(fun)} needs a scalar output, but it returned an array "
-                            f"of shape {np.shape(value)}; use make_vjp or jacobian for non-scalar "
+                            f"of shape {value.shape}; use make_vjp or jacobian for non-scalar "
                             "outputs, or reduce the output (e.g. with mini.sum) first")
-        if np.iscomplexobj(value):
+        if value.dtype.kind == "c":
             raise TypeError(f"grad of {_name(fun)} needs a real output, but it returned the complex "
                             f"number {value}; differentiate its real part or its absolute square")
-        return ans, vjp(np.ones((), dtype=np.result_type(value, 1.0)))
+        # d(output)/d(output): 1 in the output's float type (float64 for an integer output)
+        return ans, vjp(np.array(1.0, value.dtype if value.dtype.kind == "f" else np.float64))
     return value_and_gradfun
 
 

@@ -7,9 +7,10 @@ two runs it: ``Session().run(fetches, feed_dict)`` computes just the nodes the f
 topological order (``mini.graph.toposort``).
 
 Nothing about derivatives is written here.  ``gradients(loss, variables)`` runs mini's one
-``backward_pass`` with symbolic nodes in place of arrays: every VJP in ``mini.primitives`` is written
-with primitives, so on symbolic inputs it builds nodes instead of computing, and the result is a
-backward graph that the Session runs like any other (slide 26 draws exactly this).
+``backward_pass`` (``mini.reverse``, the eager front end's too) with symbolic nodes in place of
+arrays: every VJP in ``mini.primitives`` is written with primitives, so on symbolic inputs it builds
+nodes instead of computing, and the result is a backward graph that the Session runs like any
+other (slide 26 draws exactly this).
 
 Phase two "executes an optimized version on the available devices" (slide 35): ``optimize`` prunes
 the graph to what the fetches need, folds operations on constants into constants and merges
@@ -31,10 +32,10 @@ import numpy as np
 
 from mini import backend
 from mini.answers import answer
-from mini.autodiff import backward_pass
 from mini.graph import Node, reachable, toposort
 from mini.numpy_tracing import TracedArray
 from mini.primitives import Primitive, Traced, ones_like, zeros_like
+from mini.reverse import backward_pass
 
 
 class Graph:

@@ -4,7 +4,7 @@ A computation graph (lecture L05, slide 13) has one node per variable or operati
 each operation to each of its inputs.  Both of mini's front ends build graphs of :class:`Node`:
 ``mini.autodiff`` while the program runs (dynamic, like PyTorch), ``mini.framework`` before it runs
 (static, like TensorFlow v1).  Everything that walks a graph, the forward evaluation here and the
-reverse pass in ``mini.autodiff``, visits nodes in the order :func:`toposort` returns.
+reverse pass in ``mini.reverse``, visits nodes in the order :func:`toposort` returns.
 """
 from collections import deque
 
@@ -70,15 +70,19 @@ class CycleError(ValueError):
 
 @answer("lab2", "toposort")
 def reachable(end_node):
-    """Every node that ``end_node`` depends on (itself included), found without recursion."""
-    seen = {id(end_node): end_node}
+    """Every node that ``end_node`` depends on (itself included), found without recursion.
+
+    Nodes are dict keys, hashed by identity (a traced value's ``==`` is elementwise, its hash
+    still its identity's): the dict keeps them in the order they are found.
+    """
+    seen = {end_node: None}
     stack = [end_node]
     while stack:
         for parent in stack.pop().parents:
-            if id(parent) not in seen:
-                seen[id(parent)] = parent
+            if parent not in seen:
+                seen[parent] = None
                 stack.append(parent)
-    return list(seen.values())
+    return list(seen)
 
 
 @answer("lab2", "toposort")
@@ -97,25 +101,24 @@ def toposort(end_node):
         CycleError: if the nodes form a cycle; the message names a node on it.
     """
     nodes = reachable(end_node)
-    unprocessed_inputs = {id(node): len(node.parents) for node in nodes}
-    readers = {id(node): [] for node in nodes}
+    unprocessed_inputs = {node: len(node.parents) for node in nodes}
+    readers = {node: [] for node in nodes}
     for node in nodes:
         for parent in node.parents:
-            readers[id(parent)].append(node)
+            readers[parent].append(node)
 
     ready = deque(node for node in nodes if not node.parents)
     order = []
     while ready:
         node = ready.popleft()
         order.append(node)
-        for reader in readers[id(node)]:
-            key = id(reader)
-            unprocessed_inputs[key] -= 1
-            if unprocessed_inputs[key] == 0:
+        for reader in readers[node]:
+            unprocessed_inputs[reader] -= 1
+            if unprocessed_inputs[reader] == 0:
                 ready.append(reader)
 
     if len(order) < len(nodes):
-        stuck = [node for node in nodes if unprocessed_inputs[id(node)] > 0]
+        stuck = [node for node in nodes if unprocessed_inputs[node] > 0]
         raise CycleError(f"the graph has a cycle through node {_node_on_cycle(stuck)!r}; "
                          "a computation graph must be acyclic to be evaluated")
     return order

@@ -148,7 +148,7 @@ def take(x, indices, axis=None):
 
     With ``axis=0`` it picks rows: the embedding lookup (L05 slide 4).
     """
-    return np.take(x, indices, axis=axis)
+    return np.asarray(x).take(indices, axis=axis)
 
 
 @answer("lab3", "shape_vjps")
@@ -161,18 +161,21 @@ def untake(g, indices, like, axis=None):
     weighted by ``g``: several times faster than ``np.add.at`` or sorting the indices and summing
     runs with ``np.add.reduceat``, which both add one row at a time (an embedding's gradient).
     """
+    g, like = np.asarray(g), np.asarray(like)
     if axis is None:
-        return np.reshape(untake.fun(g, indices, np.ravel(like), 0), np.shape(like))
-    shape = np.shape(like)
+        return untake.fun(g, indices, like.ravel(), 0).reshape(like.shape)
+    shape = like.shape
     axis = axis % len(shape)
     rows, before, after = shape[axis], math.prod(shape[:axis]), math.prod(shape[axis + 1:])
-    indices = np.ravel(indices)
-    picked = np.where(indices < 0, indices + rows, indices)
-    # g is (before, picked, after) entries; entry (i, j, k) lands on (i, picked[j], k) of the output
-    positions = ((np.arange(before)[:, None, None] * rows + picked[None, :, None]) * after
-                 + np.arange(after))
-    sums = np.bincount(positions.ravel(), weights=np.ravel(g), minlength=before * rows * after)
-    return sums.astype(np.result_type(g, like), copy=False).reshape(shape)
+    picked = np.asarray(indices).ravel()
+    picked = np.where(picked < 0, picked + rows, picked)
+    # g is (before, picked, after) entries; entry (i, j, k) lands on (i, picked[j], k) of the
+    # output: row i * rows + picked[j] of the output read as (before * rows, after)
+    if before > 1:                              # an embedding's rows (axis 0) have no "before"
+        picked = (np.arange(before)[:, None] * rows + picked).ravel()
+    positions = (picked[:, None] * after + np.arange(after)).ravel()
+    sums = np.bincount(positions, weights=g.ravel(), minlength=like.size)
+    return sums.astype(np.promote_types(g.dtype, like.dtype), copy=False).reshape(shape)
 
 
 with answers("lab3", "shape_vjps"):
@@ -264,11 +267,13 @@ with answers("lab3", "forward_mode"):
 def matmul(a, b):
     """Matrix product with numpy's rules: (..., m, k) @ (..., k, n) -> (..., m, n); 1-D allowed.
 
-    A stack of rows times one matrix (a layer applied to every token) is one 2-D product.
+    A stack of rows times one matrix (a layer applied to every token) is one 2-D product.  The
+    products and their adjoints run every step of a model: they read shapes from the arrays
+    themselves, not through numpy's functions (``np.shape``, ``np.reshape``), each a Python call.
     """
-    if np.ndim(a) > 2 and np.ndim(b) == 2:
-        rows = backend.ops.matmul(np.reshape(a, (-1, np.shape(a)[-1])), b)
-        return np.reshape(rows, np.shape(a)[:-1] + np.shape(b)[1:])
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim > 2 and b.ndim == 2:
+        return backend.ops.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
     return backend.ops.matmul(a, b)
 
 
@@ -276,20 +281,22 @@ def matmul(a, b):
 @primitive
 def matmul_adjoint_a(g, a, b):
     """The gradient of ``a @ b`` with respect to ``a``: g @ b^T, summed over broadcast batches."""
-    if np.ndim(a) >= 2 and np.ndim(b) == 2:       # a layer: one matrix product over all rows
-        return np.reshape(np.reshape(g, (-1, np.shape(b)[1])) @ np.transpose(b), np.shape(a))
+    g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
+    if a.ndim >= 2 and b.ndim == 2:               # a layer: one matrix product over all rows
+        return (g.reshape(-1, b.shape[1]) @ b.T).reshape(a.shape)
     a2, b2, g2 = _as_matrices(g, a, b)
-    return sum_to_shape(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape).reshape(np.shape(a))
+    return sum_to_shape(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape).reshape(a.shape)
 
 
 @answer("lab3", "shape_vjps")
 @primitive
 def matmul_adjoint_b(g, a, b):
     """The gradient of ``a @ b`` with respect to ``b``: a^T @ g, summed over broadcast batches."""
-    if np.ndim(a) >= 2 and np.ndim(b) == 2:       # rows of all batches at once: (N, k)^T (N, n)
-        return np.transpose(np.reshape(a, (-1, np.shape(b)[0]))) @ np.reshape(g, (-1, np.shape(b)[1]))
+    g, a, b = np.asarray(g), np.asarray(a), np.asarray(b)
+    if a.ndim >= 2 and b.ndim == 2:               # rows of all batches at once: (N, k)^T (N, n)
+        return a.reshape(-1, b.shape[0]).T @ g.reshape(-1, b.shape[1])
     a2, b2, g2 = _as_matrices(g, a, b)
-    return sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape).reshape(np.shape(b))
+    return sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape).reshape(b.shape)
 
 
 @primitive

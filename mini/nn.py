@@ -149,7 +149,8 @@ def one_hot_like(labels, logits):
     Session, use it.  Added with ``mini.primitive`` and ``mini.defvjp_zero``, like any student's
     primitive: it is piecewise constant, so both arguments get zero gradient.
     """
-    return np.eye(np.shape(logits)[-1])[_checked_labels(labels, logits)]
+    num_classes = np.shape(logits)[-1]
+    return np.eye(num_classes)[_checked_labels(np.asarray(labels), num_classes)]
 
 
 defvjp_zero(one_hot_like)
@@ -171,8 +172,9 @@ def softmax_cross_entropy(logits, labels):
     fuse this loss for the same reason (PyTorch's ``cross_entropy``): one node instead of six,
     every training step.
     """
-    log_normalizers = np.ravel(logsumexp.fun(logits, axis=-1))
-    picked = _rows(np.asarray(logits))[_label_positions(labels, logits)] - log_normalizers
+    logits = np.asarray(logits)
+    log_normalizers = logsumexp.fun(logits, axis=-1, keepdims=True).ravel()
+    picked = _rows(logits)[_label_positions(labels, logits)] - log_normalizers
     return -(np.add.reduce(picked) / picked.size)
 
 
@@ -182,8 +184,9 @@ def softmax_cross_entropy_grad(g, logits, labels):
     """``g`` times the gradient of :func:`softmax_cross_entropy` with respect to ``logits``:
     ``g (softmax(logits) - one_hot(labels)) / N``, shaped like ``logits``."""
     probs = softmax.fun(logits, axis=-1)
-    _rows(probs)[_label_positions(labels, logits)] -= 1
-    return probs * (g / np.size(labels))
+    rows, labels = _label_positions(labels, probs)
+    _rows(probs)[rows, labels] -= 1
+    return probs * (g / labels.size)
 
 
 @answer("lab3", "log_softmax_vjp")
@@ -202,22 +205,25 @@ def _rows(x):
 
 
 def _label_positions(labels, logits):
-    """Where each sample's label sits in ``_rows(logits)``: (row numbers, labels), as an index."""
-    if np.shape(labels) != np.shape(logits)[:-1]:
-        raise ValueError(f"labels of shape {np.shape(labels)} do not fit logits of shape "
-                         f"{np.shape(logits)}: softmax_cross_entropy takes one label per row of "
+    """Where each sample's label sits in ``_rows(logits)`` (an array): (row numbers, labels), as
+    an index.  The loss and its gradient call it every step, so it reads the arrays' own
+    attributes, not numpy's functions of them."""
+    labels = np.asarray(labels)
+    if labels.shape != logits.shape[:-1]:
+        raise ValueError(f"labels of shape {labels.shape} do not fit logits of shape "
+                         f"{logits.shape}: softmax_cross_entropy takes one label per row of "
                          "logits, labels.shape == logits.shape[:-1]")
-    labels = np.ravel(_checked_labels(labels, logits))
+    labels = _checked_labels(labels, logits.shape[-1]).ravel()
     return np.arange(labels.size), labels
 
 
-def _checked_labels(labels, logits):
-    """``labels`` as an integer array, after checking it names a class of ``logits``' last axis."""
-    labels = np.asarray(labels)
-    num_classes = np.shape(logits)[-1]
-    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must lie in 0..{num_classes - 1} for logits with {num_classes} "
-                         f"classes; got labels from {labels.min()} to {labels.max()}")
+def _checked_labels(labels, num_classes):
+    """The array ``labels``, after checking that each names one of ``num_classes`` classes."""
+    if labels.size:         # the ufuncs' own reductions: ``labels.min()`` is a Python function
+        lowest, highest = np.minimum.reduce(labels, axis=None), np.maximum.reduce(labels, axis=None)
+        if lowest < 0 or highest >= num_classes:
+            raise ValueError(f"labels must lie in 0..{num_classes - 1} for logits with "
+                             f"{num_classes} classes; got labels from {lowest} to {highest}")
     return labels
 
 

@@ -99,8 +99,10 @@ class TracedValue(TracedArray):
                 traced.append(arg)
                 if isinstance(value, TracedValue):
                     outer = True
-            elif type(arg) is np.ndarray and holds_traced(arg):     # np.array of traced values
-                return cls.apply(prim, [joined(a) if holds_traced(a) else a for a in args], kwargs)
+            elif type(arg) is np.ndarray:
+                if arg.dtype.hasobject and holds_traced(arg):       # np.array of traced values
+                    return cls.apply(prim, [joined(a) if holds_traced(a) else a for a in args],
+                                     kwargs)
             elif isinstance(arg, Traced):
                 raise TypeError(f"{prim.__name__}: cannot mix a value traced by mini.grad "
                                 f"with a framework node ({arg!r}); use one front end at a time")

@@ -111,11 +111,16 @@ def _exp_implementation(x):
     return lambda x: np.exp(x)    # float64: the C library's exp
 
 
-@njit
+@njit(fastmath={"contract"})
 def exp(x):
     """e^x: for float32 mini's vectorisable exp (within 1 ulp; numpy's is within 3), for float64
     the C library's (numpy's too, except on CPUs with AVX-512, where numpy has SIMD code of its
-    own, within 1 ulp of it)."""
+    own, within 1 ulp of it).
+
+    ``contract`` lets LLVM fuse each multiply and the add after it into one FMA instruction,
+    rounded once.  Without it the float32 loop did twice the arithmetic and took 1.7 times as
+    long as numpy's exp on one core; with it every step is as accurate or more.  It is set here
+    alone: other functions that map and zip run keep numpy's one rounding per operation."""
     return _exp_for(x)
 
 

@@ -33,6 +33,7 @@ import yaml
 
 from autograder import edition
 from autograder.deliveries import kit
+from autograder.nbgrader_path import course
 from autograder.labs import LABS, needs, withheld_marks
 from support import ROOT
 from support.answer_search import code_passages, solution_passages, working_answers
@@ -209,7 +210,7 @@ def test_the_search_finds_an_answer_a_hidden_test_or_the_checks_planted_in_a_kit
                 folder / "labs" / "lab3_autodiff")
     shutil.copy(ROOT / "autograder" / "checks" / "lab2.py", folder / "mini" / "dags.py")
     (folder / "mini" / "copied.py").write_text(
-        (ROOT / "mini" / "autodiff.py").read_text())              # the full mini's reverse pass
+        (ROOT / "mini" / "reverse.py").read_text())               # the full mini's reverse pass
     found = leaks(folder, _withheld("lab3_autodiff"), kits["lab3_autodiff"] / "release")
     kinds = {(name, what.partition(":")[0]) for name, what in found}
     assert ("labs/lab3_autodiff/lab3_autodiff.ipynb",
@@ -376,3 +377,65 @@ def _finish_one(running, seconds=600):
     for log, process in running.values():
         process.kill()
     raise AssertionError(f"{', '.join(running)} still running after {seconds} s")
+
+
+# -- the student's JupyterLab: nbgrader's student side only --------------------------------------
+
+# What the kit's JupyterLab sees of its Jupyter config folders, read as `make lab` starts it:
+# the server extensions it loads, the lab plugins it disables, the exchange nbgrader names, and
+# what nbgrader's Assignments panel lists there (nbgrader's own handler code).
+STUDENT_SIDE = r'''
+import json, sys
+from jupyter_core.paths import jupyter_config_path
+from jupyter_server.extension.config import ExtensionConfigManager
+from jupyterlab_server.config import get_page_config
+from jupyter_core.paths import jupyter_path
+from nbgrader.apps import NbGrader
+from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
+
+extensions = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()
+disabled = get_page_config(jupyter_path("labextensions"))["disabledExtensions"]
+app = NbGrader()
+app.load_config_file()
+panel = AssignmentList(config=app.config)
+panel.root_dir = "labs"          # the server's root: `jupyter lab labs`
+assignments = panel.list_released_assignments()
+print(json.dumps({"extensions": extensions, "disabled": sorted(disabled if isinstance(disabled, list)
+                                                       else (k for k, v in disabled.items() if v)),
+                  "course": app.config.CourseDirectory.course_id,
+                  "exchange": app.config.Exchange.root, "assignments": assignments}))
+'''
+
+
+def test_the_kits_jupyterlab_shows_students_no_instructors_tool_and_lists_the_exchange(
+        kits, tmp_path, monkeypatch):
+    lab = "lab1_learning"
+    folder = kits[lab] / "kit"
+    makefile = (folder / "Makefile").read_text()
+    lab_recipe = makefile.split("\nlab:", 1)[1]
+    assert 'JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter' in lab_recipe, makefile
+    assert "JUPYTER_CONFIG_PATH=jupyter" in (folder / "README.md").read_text()
+    exchange = tmp_path / "exchange"
+    exchange.mkdir(mode=0o1777)
+    exchange.chmod(0o1777)
+    monkeypatch.setenv("MINI_COURSE_DIR", str(kits[lab] / "course"))   # the instructor releases
+    monkeypatch.setenv("MINI_RELEASE_DIR", str(kits[lab] / "release"))
+    monkeypatch.setenv("MINI_EXCHANGE_DIR", str(exchange))
+    assert course.api().release_assignment(lab)["success"]
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+           "JUPYTER_CONFIG_PATH": str(folder / "jupyter"), "MINI_EXCHANGE_DIR": str(exchange)}
+    done = subprocess.run([sys.executable, "-c", STUDENT_SIDE], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["extensions"]["nbgrader.server_extensions.formgrader"] is False
+    assert seen["extensions"]["nbgrader.server_extensions.assignment_list"] is True
+    assert seen["extensions"]["nbgrader.server_extensions.validate_assignment"] is True
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= set(
+        seen["disabled"]), seen["disabled"]
+    assert "@jupyter/nbgrader:assignment-list" not in seen["disabled"]
+    assert (seen["course"], seen["exchange"]) == ("mini", str(exchange)), seen
+    assert seen["assignments"]["success"], seen["assignments"]
+    assert [(a["course_id"], a["assignment_id"], a["status"])
+            for a in seen["assignments"]["value"]] == [("mini", lab, "released")], seen

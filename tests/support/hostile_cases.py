@@ -158,12 +158,12 @@ def private_copy_of_the_reference():
     cached bytecode): the sandbox shows those files empty (tests/sandbox/test_sandbox.py probes
     that), and a copy would still call the switched-off ``vjp_of``."""
     return replaced("backward_pass", (
-        "import importlib.util, mini.autodiff\n\n"
+        "import importlib.util, mini.reverse\n\n"
         "def _private_copy():\n"
-        "    for path in (mini.autodiff.__file__,\n"
-        "                 importlib.util.cache_from_source(mini.autodiff.__file__)):\n"
+        "    for path in (mini.reverse.__file__,\n"
+        "                 importlib.util.cache_from_source(mini.reverse.__file__)):\n"
         "        try:\n"
-        "            spec = importlib.util.spec_from_file_location('private_autodiff', path)\n"
+        "            spec = importlib.util.spec_from_file_location('private_reverse', path)\n"
         "            module = importlib.util.module_from_spec(spec)\n"
         "            spec.loader.exec_module(module)\n"
         "            if hasattr(module, 'backward_pass'):\n"
