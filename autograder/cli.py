@@ -38,8 +38,20 @@ def main(argv=None):
         print(f"error: {error}", file=sys.stderr)
         return 2
     except PermissionError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {permission_denied(error)}", file=sys.stderr)
         return 1
+
+
+def permission_denied(error):
+    """A PermissionError that names its file by its full path and says what to do: the OS's own
+    message names only what was opened ("[Errno 13] Permission denied: 'SOURCES.txt'", from a
+    tool writing into the folder it was started in)."""
+    if error.filename is None:
+        return str(error)
+    paths = [str(Path(name).resolve()) for name in (error.filename, error.filename2) if name]
+    return (f"permission denied: {' -> '.join(paths)} ({error.strerror or error}): this account "
+            "cannot write there; make it writable by this account (or run from a folder it can "
+            "write, e.g. give --course and --to a folder of your own)")
 
 
 def _parser():

@@ -100,6 +100,10 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 # Feedback shows the student their results without the hidden tests, and a written answer not
 # graded yet as pending (autograder/templates/feedback, found before nbgrader's own page).
 c.HTMLExporter.extra_template_basedirs = template_folders()
+# The formgrader's grading view shows, under each written answer, its model answer and rubric
+# from solutions/ (autograder.nbgrader_path.rubric.ShowRubrics: only on that page, never in
+# feedback, which the same exporter class writes).
+c.HTMLExporter.preprocessors = ["autograder.nbgrader_path.rubric.ShowRubrics"]
 c.GenerateFeedback.preprocessors = [
     "autograder.nbgrader_path.preprocessors.GradesWithPending",
     "nbgrader.preprocessors.ClearHiddenTests",

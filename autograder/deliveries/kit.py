@@ -10,6 +10,7 @@ from the repository's, so the two stay in step.  ``python -m autograder release`
 :func:`write` after every release.
 """
 import html
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -69,6 +70,7 @@ def write(released, folder=None, repo=REPO, revealed=()):
     (folder / "pyproject.toml").write_text(_pyproject(project, requirements))
     (folder / "environment.yml").write_text(_environment(requirements))
     (folder / "Makefile").write_text(MAKEFILE)
+    _write_jupyter_config(folder / JUPYTER_CONFIG)
     (folder / "README.md").write_text(_readme(folder / "labs", labs, revealed))
     archive = shutil.make_archive(str(folder), "zip", root_dir=folder.parent, base_dir=folder.name)
     return folder, Path(archive)
@@ -138,7 +140,7 @@ def _environment(requirements):
     pip = [r for r in requirements if _name(r) in PIP_ONLY]
     lines = ["# The same packages as pyproject.toml, for conda users:",
              "#   conda env create -f environment.yml && conda activate mini-labs",
-             "#   pip install --no-deps -e .      (then: jupyter lab labs)",
+             "#   pip install --no-deps -e .      (then: JUPYTER_CONFIG_PATH=jupyter jupyter lab labs)",
              f"name: {DISTRIBUTION}", "channels:", "  - conda-forge", "dependencies:",
              "  - python>=3.11", "  - pip", *(f"  - {r}" for r in conda)]
     if pip:
@@ -146,9 +148,51 @@ def _environment(requirements):
     return "\n".join(lines) + "\n"
 
 
+# The kit's own Jupyter config folder, which `make lab` puts first on JUPYTER_CONFIG_PATH: the
+# student's side of nbgrader (the exchange; no instructor's menu items or server extension).
+JUPYTER_CONFIG = "jupyter"
+# nbgrader's instructor tools, hidden from students as nbgrader's documentation does it with
+# `jupyter labextension disable` and `jupyter server extension disable`: the Formgrader, Create
+# Assignment and the course list (which lists the courses of a formgrader).
+INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+                          "@jupyter/nbgrader:course-list")
+INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader",
+                                "nbgrader.server_extensions.course_list")
+STUDENT_NBGRADER_CONFIG = '''\
+"""nbgrader on a student's side of the mini course: the Assignments panel (Fetch, Submit, Fetch
+Feedback), the Validate button, and `nbgrader fetch_assignment`, `submit` and `fetch_feedback`.
+
+`make lab` reads this folder as a Jupyter config folder (JUPYTER_CONFIG_PATH=jupyter).  It names
+the course and the exchange folder the instructor's nbgrader uses: MINI_EXCHANGE_DIR when set,
+else /srv/nbgrader/exchange (a course on one shared server).  The Assignments panel lists the
+course's assignments once that folder exists; ask your instructor for it.
+"""
+import os
+
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+c.CourseDirectory.course_id = "mini"
+c.Exchange.root = os.environ.get("MINI_EXCHANGE_DIR") or "/srv/nbgrader/exchange"
+'''
+
+
+def _write_jupyter_config(folder):
+    """The kit's Jupyter config folder: nbgrader's student configuration, and nbgrader's
+    instructor extensions disabled (labconfig/page_config.json for JupyterLab's plugins,
+    jupyter_server_config.json for the server's)."""
+    (folder / "labconfig").mkdir(parents=True)
+    (folder / "nbgrader_config.py").write_text(STUDENT_NBGRADER_CONFIG)
+    (folder / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {name: True for name in INSTRUCTOR_LAB_PLUGINS}}, indent=2) + "\n")
+    (folder / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {name: False
+                                               for name in INSTRUCTOR_SERVER_EXTENSIONS}}},
+        indent=2) + "\n")
+
+
 MAKEFILE = """\
 # make setup   once: a virtual environment in .venv/ with mini, JupyterLab and nbgrader
-# make lab     JupyterLab on the labs (sets up first if needed)
+# make lab     JupyterLab on the labs (sets up first if needed), with the course's nbgrader
+#              settings from jupyter/ (the exchange; no instructor's tools)
 PYTHON ?= python3
 
 .PHONY: setup lab
@@ -162,7 +206,8 @@ setup: .venv/.installed
 \ttouch $@
 
 lab: setup
-\t.venv/bin/jupyter lab labs
+\tJUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \\
+\t\t.venv/bin/jupyter lab labs
 """
 
 
@@ -200,10 +245,16 @@ make lab      # JupyterLab on the labs
 ```
 
 Without `make`, the same two steps are
-`python3 -m venv .venv && .venv/bin/python -m pip install -e .` and `.venv/bin/jupyter lab labs`
-(on Windows: `.venv\\Scripts\\python -m pip install -e .` and `.venv\\Scripts\\jupyter lab labs`).
+`python3 -m venv .venv && .venv/bin/python -m pip install -e .` and
+`JUPYTER_CONFIG_PATH=jupyter .venv/bin/jupyter lab labs` (on Windows:
+`.venv\\Scripts\\python -m pip install -e .`, `set JUPYTER_CONFIG_PATH=jupyter` and
+`.venv\\Scripts\\jupyter lab labs`).
 With conda: `conda env create -f environment.yml`, `conda activate mini-labs`,
-`pip install --no-deps -e .`, then `jupyter lab labs`.
+`pip install --no-deps -e .`, then `JUPYTER_CONFIG_PATH=jupyter jupyter lab labs`.
+
+`jupyter/` holds the course's nbgrader settings: `jupyter/nbgrader_config.py` names the course and
+the exchange folder that JupyterLab's Assignments panel fetches from and submits to (your
+instructor tells you whether your course uses it, and which folder, through `MINI_EXCHANGE_DIR`).
 
 ## The labs
 

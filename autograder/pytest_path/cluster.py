@@ -8,11 +8,10 @@ machine lost, a worker killed) is run again on another worker by Dask's schedule
 once; a submission whose grading kills more workers than ``distributed.scheduler.allowed-failures``
 (3 by default) is given 0 points with that reason, and the rest of the batch is graded.
 """
-import tempfile
-from pathlib import Path
 
 from autograder import notebooks
 from autograder.pytest_path import runner
+from autograder.sandbox import scratch
 
 
 def grade(scheduler, jobs, seed, limits, progress, workers=1):
@@ -38,8 +37,8 @@ def grade(scheduler, jobs, seed, limits, progress, workers=1):
 def grade_sent(lab, student, name, content, seed, limits):
     """On a Dask worker: write the notebook that came with the task to a private folder and grade
     it there (``content`` is ``None`` when the student handed in no notebook)."""
-    with tempfile.TemporaryDirectory(prefix="mini-grade-") as folder:
-        path = Path(folder) / name
+    with scratch.folder("mini-grade-") as folder:    # swept by the next task if this one is killed
+        path = folder / name
         if content is not None:
             path.write_bytes(content)
         return runner.grade_submission(path, lab, student, seed, limits)

@@ -23,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from autograder.labs import fill_in_tested_by
 from autograder.notebooks import (names_tests_read, read_notebook, read_source, skips_demo,
                                   test_cells, visible_tests)
 from autograder.sandbox import REPO, Limits, cgroups
+from autograder.sandbox import scratch as folders
 
 MAX_EVENT_BYTES = 16 * 2**20
 STEP_GRACE = 5.0            # seconds past a cell's or a check's limit before the worker is stopped
@@ -203,7 +203,7 @@ def _run_worker(cells, drawn, lab, limits):
     """One worker process, in the sandbox with its scratch folder as its only writable one and the
     lab's student edition of mini as the only mini.  Returns (events, None) or (events so far,
     why it was stopped)."""
-    scratch = Path(tempfile.mkdtemp(prefix="mini-worker-"))
+    scratch = folders.make("mini-worker-")      # swept by the next one if this one is killed
     events_read, events_write = os.pipe()
     answers_read, answers_write = os.pipe()
     tasks = sandbox.user_tasks()

@@ -49,7 +49,7 @@ def make(tasks, memory=None):
         return None
     for base in bases:
         _sweep(base)
-    return _made_in(bases, f"{PREFIX}-{os.getpid()}-{_started(os.getpid())}-{next(_made)}",
+    return _made_in(bases, f"{PREFIX}-{os.getpid()}-{start_time(os.getpid())}-{next(_made)}",
                     tasks, memory)
 
 
@@ -199,11 +199,11 @@ def _sweep(base):
     name holds its maker's process id and start time, so that a reused id is no maker."""
     for folder in base.glob(f"{PREFIX}-*-*-*"):
         _, _, pid, started, _ = folder.name.rsplit("-", 4)
-        if not (pid.isdigit() and _started(int(pid)) == started):
+        if not (pid.isdigit() and start_time(int(pid)) == started):
             _empty_folder(folder)
 
 
-def _started(pid):
+def start_time(pid):
     """Process ``pid``'s start time, in clock ticks since boot, as text ("" if it has gone)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]

@@ -20,7 +20,8 @@ NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]
 def formgrader(root_dir, env=None, arguments=()):
     """A Jupyter server on loopback, started where nbgrader finds the course's config (with
     ``arguments`` added to its command line); yields a function that sends a request to the
-    formgrader's API and returns the decoded JSON answer."""
+    formgrader's API and returns the decoded JSON answer.  Its ``page(path)`` returns the text of
+    the server's page at ``path`` (``formgrader/submissions/<id>/``, the grading view)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -37,6 +38,12 @@ def formgrader(root_dir, env=None, arguments=()):
                                          headers={"Authorization": "token t0ken"})
         return json.loads(urllib.request.urlopen(request, timeout=120).read())
 
+    def page(path):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/{path}",
+                                         headers={"Authorization": "token t0ken"})
+        return urllib.request.urlopen(request, timeout=120).read().decode()
+
+    api.page = page
     try:
         deadline = time.monotonic() + 60
         while True:
