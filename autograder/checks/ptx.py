@@ -38,6 +38,7 @@ from pathlib import Path
 from autograder import REPO, edition, sandbox
 from autograder.checks import Case
 from autograder.sandbox import cgroups
+from autograder.sandbox import scratch as folders
 from mini.kernels import ptx as kernel_ptx
 
 COMPILE_LIMITS = sandbox.Limits(worker_seconds=120.0, memory_bytes=3 * 2**30,
@@ -155,7 +156,7 @@ class _Compiler:
     stopped, and the next request starts another."""
 
     def __init__(self, student_mini):
-        self.scratch = Path(tempfile.mkdtemp(prefix="mini-ptx-"))
+        self.scratch = folders.make("mini-ptx-")     # swept by the next one if this is killed
         seen = sandbox.seen_at(student_mini)
         sealing = {"confine": sandbox.confinement([self.scratch], seen),
                    "namespaces": sandbox.isolation() == "namespaces"}

@@ -36,6 +36,7 @@ from autograder import edition, sandbox, settings
 from autograder.nbgrader_path import course, forkserver, jupyter_kernel, late
 from autograder.notebooks import read_notebook
 from autograder.sandbox import cgroups
+from autograder.sandbox import scratch as folders
 
 MARKER = ".mini-graded"
 
@@ -134,7 +135,7 @@ def _autograde_in_pool(todo, workers, progress):
     gradebook = course.place("gradebook.db")
     workers = _pool_size(workers, len(todo))
     results = []
-    scratch = Path(tempfile.mkdtemp(prefix="mini-autograde-"))
+    scratch = folders.make("mini-autograde-")     # swept by the next batch if this one is killed
     context = multiprocessing.get_context("spawn")
     interrupted, stop = threading.Event(), context.Event()   # seen by the parent, the workers
     try:
