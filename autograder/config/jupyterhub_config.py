@@ -9,7 +9,7 @@ and who may write each matters, since the hub runs as root:
 * the students' environment, ``STUDENT_ENV``: the student kit (``pip install <kit>``, not
   editable) installed with JupyterHub (``mini``, JupyterLab, nbgrader, no solutions and no hidden
   checks), readable by everyone; every user's server runs from it, with nbgrader's Assignments
-  panel and the student configuration (``autograder/student_nbgrader_config.py`` as
+  panel and the student configuration (``autograder/config/student_nbgrader_config.py`` as
   ``<STUDENT_ENV>/etc/jupyter/nbgrader_config.py``);
 * the grader's checkout of this repository, ``CHECKOUT``, with its ``.venv``, owned by the ``GRADER``
   account and readable by nobody else (``chmod 700``): only the formgrader service runs from it, as

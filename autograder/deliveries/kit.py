@@ -158,29 +158,13 @@ INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:cre
                           "@jupyter/nbgrader:course-list")
 INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader",
                                 "nbgrader.server_extensions.course_list")
-STUDENT_NBGRADER_CONFIG = '''\
-"""nbgrader on a student's side of the mini course: the Assignments panel (Fetch, Submit, Fetch
-Feedback), the Validate button, and `nbgrader fetch_assignment`, `submit` and `fetch_feedback`.
-
-`make lab` reads this folder as a Jupyter config folder (JUPYTER_CONFIG_PATH=jupyter).  It names
-the course and the exchange folder the instructor's nbgrader uses: MINI_EXCHANGE_DIR when set,
-else /srv/nbgrader/exchange (a course on one shared server).  The Assignments panel lists the
-course's assignments once that folder exists; ask your instructor for it.
-"""
-import os
-
-c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
-c.CourseDirectory.course_id = "mini"
-c.Exchange.root = os.environ.get("MINI_EXCHANGE_DIR") or "/srv/nbgrader/exchange"
-'''
-
-
 def _write_jupyter_config(folder):
     """The kit's Jupyter config folder: nbgrader's student configuration, and nbgrader's
     instructor extensions disabled (labconfig/page_config.json for JupyterLab's plugins,
     jupyter_server_config.json for the server's)."""
     (folder / "labconfig").mkdir(parents=True)
-    (folder / "nbgrader_config.py").write_text(STUDENT_NBGRADER_CONFIG)
+    shutil.copy(REPO / "autograder" / "config" / "student_nbgrader_config.py",
+                folder / "nbgrader_config.py")
     (folder / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {name: True for name in INSTRUCTOR_LAB_PLUGINS}}, indent=2) + "\n")
     (folder / "jupyter_server_config.json").write_text(json.dumps(

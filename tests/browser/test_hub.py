@@ -54,7 +54,23 @@ def open_folder():
     try:
         yield folder
     finally:
+        for point in _mounts_below(folder):           # never remove through a bind mount
+            subprocess.run(["umount", "--lazy", point], check=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _mounts_below(folder):
+    """The mount points inside ``folder``, deepest first."""
+    points = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    return sorted((point for point in points if point.startswith(f"{folder}/")), reverse=True)
+
+
+def _bind_readonly(source, target):
+    """``source`` seen, read-only, at ``target``: this checkout may lie below a folder other
+    accounts cannot search (a ``mktemp -d`` clone), which a bind mount does not pass through."""
+    target.mkdir()
+    subprocess.run(["mount", "--bind", source, target], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", target], check=True)
 
 
 def checks():
@@ -194,8 +210,8 @@ def student_environment(folder, python):
     subprocess.run([python, "-m", "venv", "--without-pip", folder], check=True)
     site = folder / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
         "site-packages"
-    ours = Path(BIN.parent, site.relative_to(folder))
-    (site / "mini_packages.pth").write_text(f"{ours}\n")     # a path: not its .pth files (mini)
+    packages, shared = folder / "packages", folder / "share-jupyter"
+    (site / "mini_packages.pth").write_text(f"{packages}\n")  # a path: not its .pth files (mini)
     edition.write(site, LABS)
     (folder / "bin" / "jupyterhub-singleuser").write_text(
         f"#!{folder}/bin/python\nimport sys\nfrom jupyterhub.singleuser import main\n"
@@ -209,8 +225,10 @@ def student_environment(folder, python):
     shutil.copy(REPO / "autograder" / "config" / "student_nbgrader_config.py",
                 folder / "etc" / "jupyter" / "nbgrader_config.py")
     (folder / "share").mkdir(exist_ok=True)
-    (folder / "share" / "jupyter").symlink_to(BIN.parent / "share" / "jupyter")
+    (folder / "share" / "jupyter").symlink_to(shared)
     subprocess.run(["chmod", "-R", "go+rX,go-w", folder], check=True)
+    _bind_readonly(Path(BIN.parent, site.relative_to(folder)), packages)
+    _bind_readonly(BIN.parent / "share" / "jupyter", shared)
 
 
 def exchange_with_lab(folder):
