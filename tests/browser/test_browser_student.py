@@ -20,6 +20,7 @@ from selenium.webdriver.common.keys import Keys
 
 from autograder.nbgrader_path import course
 from support.browser import Page, chromium, jupyter_lab, open_lab
+from support.course import course_in
 from support.exchange import person, student
 
 pytestmark = pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")
@@ -69,10 +70,7 @@ def grade_ids(nb):
 def exchange_with_lab2(tmp_path_factory):
     """A course whose instructor has released lab 2 to the exchange (the course folder's)."""
     root = tmp_path_factory.mktemp("student-course")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MINI_COURSE_DIR", str(root / "course"))
-        patch.setenv("MINI_RELEASE_DIR", str(root / "release"))
-        patch.delenv("MINI_EXCHANGE_DIR", raising=False)
+    with course_in(root, MINI_EXCHANGE_DIR=None):     # the default: the course folder's
         course.release("lab2")
         assert course.api().release_assignment(LAB)["success"]
         yield root

@@ -13,16 +13,13 @@ from autograder.nbgrader_path import batch, course
 from autograder.demo import samples
 from autograder.demo import STUDENTS
 
-from support.course import NBGRADER_LABS, formgrader
+from support.course import NBGRADER_LABS, course_in, formgrader
 
 
 @pytest.fixture(scope="module")
 def course_folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("course-run")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("MINI_COURSE_DIR", str(root / "course"))
-        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
-        env.setenv("MINI_CELL_TIMEOUT", "10")  # the "loops" student waits it out per cell
+    with course_in(root, MINI_CELL_TIMEOUT=10):     # the "loops" student waits it out per cell
         assert cli.main(["release", ",".join(NBGRADER_LABS), "--reveal", "needs"]) == 0
         for lab in NBGRADER_LABS:
             for kind, student in STUDENTS.items():

@@ -19,6 +19,7 @@ from autograder import cli, edition
 from autograder.nbgrader_path import course, formgrader
 from autograder.demo import samples
 from support import ROOT, hostile_cases
+from support.course import course_in
 from support.course import formgrader as formgrader_server
 from support.residue import digest
 
@@ -135,11 +136,8 @@ def jupyter_server(root_dir):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("formgrader")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("MINI_COURSE_DIR", str(root / "course"))
-        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
-        env.setenv("MINI_CELL_TIMEOUT", "10")
-        env.setenv("MINI_SANDBOX", "namespaces-only")     # seen by the server
+    # MINI_SANDBOX: what the server's kernels are started with
+    with course_in(root, MINI_CELL_TIMEOUT=10, MINI_SANDBOX="namespaces-only"):
         jupyter = {sub: os.environ[f"JUPYTER_{sub.upper()}_DIR"]
                    for sub in ("config", "data", "runtime")}     # the server's (tests/conftest.py)
         course.release(LAB)

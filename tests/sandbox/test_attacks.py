@@ -21,6 +21,7 @@ from autograder import cli
 from autograder.demo import samples
 from autograder.labs import LABS
 from support import ROOT, attacks
+from support.course import course_in
 
 NOTHING = {"grader modules": [], "grader objects": [], "answers": [], "frames": []}
 STUDENTS = {"a_forger": None, "b_honest": "full"}      # graded in this order
@@ -75,9 +76,7 @@ NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]
 @pytest.fixture(scope="module")
 def nbgrader_path(tmp_path_factory):
     root = tmp_path_factory.mktemp("attacks-nbgrader")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("MINI_COURSE_DIR", str(root / "course"))
-        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
+    with course_in(root):
         assert cli.main(["release", ",".join(NBGRADER_LABS), "--reveal", "needs"]) == 0
         for lab in NBGRADER_LABS:
             _write(root / "inbox", lab)

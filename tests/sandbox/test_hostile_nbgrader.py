@@ -13,15 +13,13 @@ import pytest
 from autograder import cli
 from autograder.nbgrader_path import course
 from support import hostile_cases as cases
+from support.course import course_in
 from support.residue import digest
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-nbgrader")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("MINI_COURSE_DIR", str(root / "course"))
-        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
-        env.setenv("MINI_CELL_TIMEOUT", "5")
+    with course_in(root, MINI_CELL_TIMEOUT=5):
         assert cli.main(["release", "lab3", "--reveal", "needs"]) == 0
         expected = cases.write_batch(root / "inbox")
         assert cli.main(["collect", str(root / "inbox")]) == 0

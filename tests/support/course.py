@@ -9,11 +9,29 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
+
 from autograder.nbgrader_path import course
 
 # The labs the course grades on the nbgrader path; the other labs' sample students are graded on
 # the pytest path alone (tests/grading/test_pytest_path_samples.py).
 NBGRADER_LABS = ["lab2_graphs", "lab3_autodiff"]
+
+
+@contextlib.contextmanager
+def course_in(root, **variables):
+    """Commands run inside use a course folder and a release folder in ``root``
+    (``MINI_COURSE_DIR``, ``MINI_RELEASE_DIR``), and each of ``variables`` (a setting's name and
+    its value; None unsets it).  Yields pytest's MonkeyPatch, which puts everything back."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MINI_COURSE_DIR", str(root / "course"))
+        env.setenv("MINI_RELEASE_DIR", str(root / "release"))
+        for name, value in variables.items():
+            if value is None:
+                env.delenv(name, raising=False)
+            else:
+                env.setenv(name, str(value))
+        yield env
 
 
 @contextlib.contextmanager
