@@ -1,14 +1,14 @@
 """The instructor's formgrader on lab 2, in a real browser.
 
-JupyterLab is started the README's way: from ``autograder/`` (nbgrader reads the course's
-``nbgrader_config.py`` there) with its root at the course folder's parent.  The course has lab 2
-released and two sample submissions (``autograder.demo.samples``) collected: bob's (one slip in his
-topological sort) submitted through the exchange, alice's (the full solution) from an LMS download
-with ``python -m autograder collect``.  In the formgrader the instructor sees lab 2 in Manage
-Assignments and generates it again, presses Autograde on bob's submission (graded in the server, in
-the command line's sandbox: ``autograder.nbgrader_path.formgrader``) and sees his score, generates and releases
-his feedback (which lands in the exchange), and opens his grading view: each test cell's score in
-the box the instructor would type a manual grade into.
+JupyterLab is started the way docs/instructors.md says: from ``autograder/config/`` (nbgrader reads
+the course's ``nbgrader_config.py`` there) with its root at the course folder's parent.  The course
+has lab 2 released and two sample submissions (``autograder.demo.samples``) collected: bob's (one
+slip in his topological sort) submitted through the exchange, alice's (the full solution) from an
+LMS download with ``python -m autograder collect``.  In the formgrader the instructor sees lab 2 in
+Manage Assignments and generates it again, presses Autograde on bob's submission (graded in the
+server, in the command line's sandbox: ``autograder.nbgrader_path.formgrader``) and sees his score,
+generates and releases his feedback (which lands in the exchange), and opens his grading view: each
+test cell's score in the box the instructor would type a manual grade into.
 """
 import contextlib
 import re
@@ -124,7 +124,8 @@ def test_instructor_generates_autogrades_grades_and_releases_feedback(lab2_cours
         close(page)
 
         # The submissions, both waiting; Autograde on bob's grades it in the server (in the
-        # command line's sandbox, autograder.nbgrader_path.formgrader) and the formgrader shows his score.
+        # command line's sandbox, autograder.nbgrader_path.formgrader) and the formgrader shows his
+        # score.
         page.click(row("name", LAB) + "/td[contains(@class, 'num-submissions')]/a")
         for name in ("alice", "bob"):
             assert "needs autograding" in page.find(row("student-id", name), f"{name}'s submission").text

@@ -72,7 +72,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
               if cell.metadata.get("nbgrader", {}).get("grade")}
 
     # The instructor: generate (which makes the exchange), then nbgrader's own release_assignment,
-    # run from autograder/config/ as the README says, so that it reads the course's nbgrader_config.py.
+    # run from autograder/config/ as docs/instructors.md says, so that it reads the course's nbgrader_config.py.
     course.release("lab2")
     exchange = tmp_path / "course" / "exchange"
     assert stat.S_IMODE(exchange.stat().st_mode) == 0o1777

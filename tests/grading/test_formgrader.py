@@ -1,7 +1,8 @@
 """The formgrader's Autograde button, over HTTP, on a real Jupyter server: it grades in the sandbox.
 
-One server (started from ``autograder/`` as README says, with only the formgrader's extension, to
-start quickly) on a lab 2 course, with namespaces but no Landlock, so that each folder the grading kernel must not see is hidden by the sandbox itself and
+One server (started from ``autograder/config/`` as docs/instructors.md says, with only the
+formgrader's extension, to start quickly) on a lab 2 course, with namespaces but no Landlock,
+so that each folder the grading kernel must not see is hidden by the sandbox itself and
 not only unreadable.  The first submission graded attacks; two sample students come after it.
 """
 import contextlib
