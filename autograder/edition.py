@@ -106,13 +106,12 @@ def stubbed(text, withheld, filename="<mini>", also=None):
         return mark if mark[0] in withheld else also.get(mark)
 
     edits = []
-    for node, parents in _walk(tree):
-        mark = asking(_mark(node, "answer"))
-        if mark and isinstance(node, _DEFINITIONS):
-            edits += _left_out(node, mark, source, ".".join([module, *parents, node.name]))
-        mark = asking(_mark(node, "answers"))
-        if mark:
+    for node, parents, mark in marked_answers(tree):
+        mark = asking(mark)
+        if mark and isinstance(node, ast.With):
             edits += _block_left_out(node, mark, source)
+        elif mark:
+            edits += _left_out(node, mark, source, ".".join([module, *parents, node.name]))
     if not edits:
         return text
     edited = source.replaced([*_outermost(edits), _importing_stubs(tree, source, filename)])
@@ -122,6 +121,17 @@ def stubbed(text, withheld, filename="<mini>", also=None):
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
+
+
+def marked_answers(tree):
+    """``(node, parents, (lab, fill-in))`` for every answer marked in a module of mini: each
+    definition decorated ``@answer(lab, fill_in)`` and each ``with answers(lab, fill_in):``
+    block, in the order of :func:`_walk`, with the names of the classes and functions around it;
+    what is inside a marked definition belongs to it."""
+    for node, parents in _walk(tree):
+        mark = _mark(node, "answer") if isinstance(node, _DEFINITIONS) else _mark(node, "answers")
+        if mark:
+            yield node, parents, mark
 
 
 def _walk(tree):

@@ -159,11 +159,10 @@ def _mini_answers(lab, fill_ins):
     for path in sorted(edition.MINI.rglob("*.py")):
         text = path.read_text()
         lines = text.split("\n")
-        nodes = sorted((node for node, _ in edition._walk(ast.parse(text))),
-                       key=lambda node: getattr(node, "lineno", 0))
-        for node in nodes:
-            mark = edition._mark(node, "answer") or edition._mark(node, "answers")
-            if mark and mark[0] == short_name(lab) and mark[1] in fill_ins:
+        marked = sorted(((node, mark) for node, _, mark in edition.marked_answers(ast.parse(text))),
+                        key=lambda found: found[0].lineno)
+        for node, mark in marked:
+            if mark[0] == short_name(lab) and mark[1] in fill_ins:
                 body = node.body if isinstance(node, ast.With) else [node]
                 first, last = body[0].lineno, body[-1].end_lineno
                 where = f"# {path.relative_to(edition.MINI.parent)}, line {first}\n"
