@@ -17,17 +17,16 @@ that traces once per row, and a grad that traces fun at the first x only and reu
 every other x (WRONG_THREE's).
 """
 
-import nbformat
 import numpy as np
 import pytest
 
 from autograder import probes
 from autograder.checks import answer, case_for, checks_of, lab3
 from autograder.checks.lab3 import reverse
-from autograder.notebooks import source_notebook
 
 from support.wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,
-                                loses_its_share_on_the_pytest_path, namespace_through, verdict)
+                                loses_its_share_on_the_pytest_path, namespace_through,
+                                solution_with, verdict)
 
 LAB = "lab3_autodiff"
 
@@ -184,13 +183,7 @@ RETRACING_JACOBIAN = ("""    vjp, value = make_vjp(fun, np.asarray(x, dtype=floa
 
 def _solution_with(wrong):
     """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
-    nb = nbformat.read(source_notebook(LAB), as_version=4)
-    for cell in nb.cells:
-        replacements = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([],))[0]
-        for old, new in replacements:
-            assert cell.source.count(old) == 1, old
-            cell.source = cell.source.replace(old, new)
-    return nb
+    return solution_with(LAB, wrong)
 
 
 TABLES = {"WRONG": WRONG, "WRONG_TWO": WRONG_TWO, "WRONG_THREE": WRONG_THREE}

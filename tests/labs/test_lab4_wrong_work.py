@@ -11,14 +11,13 @@ path too. The hidden checks are also run directly on mistakes the visible tests 
 first of them one that once scored full marks: a session_run that stores its values on the nodes.
 """
 
-import nbformat
 import pytest
 
 from autograder.checks import checks_of
-from autograder.notebooks import source_notebook
 
 from support.wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,
-                                loses_its_share_on_the_pytest_path, namespace_through, verdict)
+                                loses_its_share_on_the_pytest_path, namespace_through,
+                                solution_with, verdict)
 
 LAB = "lab4_framework"
 
@@ -139,13 +138,7 @@ WRONG_THREE = {
 
 def _solution_with(wrong):
     """The solution notebook with the replacements of ``wrong`` made in its fill-ins."""
-    nb = nbformat.read(source_notebook(LAB), as_version=4)
-    for cell in nb.cells:
-        replacements = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([],))[0]
-        for old, new in replacements:
-            assert cell.source.count(old) == 1, old
-            cell.source = cell.source.replace(old, new)
-    return nb
+    return solution_with(LAB, wrong)
 
 
 TABLES = {"WRONG": WRONG, "WRONG_TWO": WRONG_TWO, "WRONG_THREE": WRONG_THREE}

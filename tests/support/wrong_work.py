@@ -100,6 +100,24 @@ def graded_on_the_nbgrader_path(lab, notebook, tmp_path, monkeypatch):
     return score, shown
 
 
+def solution_with(lab, wrong):
+    """``lab``'s solution notebook with the replacements of ``wrong`` (``{fill-in: ([(old, new)],
+    ...)}``) made in its fill-ins."""
+    nb = nbformat.read(source_notebook(lab), as_version=4)
+    for cell in nb.cells:
+        replacements = wrong.get(cell.metadata.get("nbgrader", {}).get("grade_id"), ([],))[0]
+        cell.source = _replaced(cell.source, replacements)
+    return nb
+
+
+def _replaced(source, replacements):
+    """``source`` with each ``(old, new)`` made, every ``old`` found exactly once."""
+    for old, new in replacements:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    return source
+
+
 def namespace_through(lab, fill_in, replacements):
     """The solution's names as a kernel has them once ``fill_in``'s cell ran, that cell with
     ``replacements`` (``[(old, new)]``) made; demo and test cells are not run."""
@@ -109,10 +127,7 @@ def namespace_through(lab, fill_in, replacements):
         if (cell.cell_type != "code" or "demo" in cell.metadata.get("tags", [])
                 or grade_id.startswith("test_")):
             continue
-        source = cell.source
-        for old, new in replacements if grade_id == fill_in else ():
-            assert source.count(old) == 1, old
-            source = source.replace(old, new)
+        source = _replaced(cell.source, replacements if grade_id == fill_in else ())
         exec(compile(source, f"<{grade_id or 'cell'}>", "exec"), namespace)
         if grade_id == fill_in:
             return namespace
