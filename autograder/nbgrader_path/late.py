@@ -227,16 +227,17 @@ def reassess(grader, lab, students):
     assign = AssignLatePenalties(config=grader.config, log=_QUIET)
     db_url, course_id = grader.coursedir.db_url, grader.coursedir.course_id
     root = Path(grader.coursedir.root) / grader.coursedir.submitted_directory
-    for student in students:
-        timestamp = grader.coursedir.get_existing_timestamp(str(root / student / lab))
-        with Gradebook(db_url, course_id) as gb:
+    graded = []                 # (student, notebook): the gradebook is opened once for all
+    with Gradebook(db_url, course_id) as gb:
+        for student in students:
+            timestamp = grader.coursedir.get_existing_timestamp(str(root / student / lab))
             try:
                 submission = gb.find_submission(lab, student)
             except MissingEntry:
                 continue
             if timestamp is not None and submission.timestamp != timestamp:
                 gb.update_or_create_submission(lab, student, timestamp=timestamp)
-            notebooks = [notebook.name for notebook in submission.notebooks]
-        for notebook in notebooks:
-            assign.preprocess(nbformat.v4.new_notebook(), {"nbgrader": {
-                "notebook": notebook, "assignment": lab, "student": student, "db_url": db_url}})
+            graded += [(student, notebook.name) for notebook in submission.notebooks]
+    for student, notebook in graded:
+        assign.preprocess(nbformat.v4.new_notebook(), {"nbgrader": {
+            "notebook": notebook, "assignment": lab, "student": student, "db_url": db_url}})
