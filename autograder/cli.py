@@ -306,8 +306,8 @@ def _feedback(args):
 
 
 def _export(args):
-    from autograder.nbgrader_path import batch, exports
-    path = batch.export(Path(args.to or exports.default_path(args.format)).resolve(), args.format)
+    from autograder.nbgrader_path import exports
+    path = exports.export(Path(args.to or exports.default_path(args.format)).resolve(), args.format)
     print(f"grades written to {path} ({args.format} format)")
     return 0
 

@@ -1,4 +1,4 @@
-"""The nbgrader path for a whole class: autograde in parallel, feedback, CSV export.
+"""The nbgrader path for a whole class: autograde in parallel, and feedback.
 
 nbgrader grades one submission at a time into one SQLite gradebook, running it in a Jupyter
 kernel with the grader's own rights; here the kernel is the sandboxed one of
@@ -398,10 +398,3 @@ def _feedback_one(lab, student):
     _feedback_api = _feedback_api or course.api()
     result = _feedback_api.generate_feedback(lab, student, force=True)
     return None if result["success"] else (result.get("error") or result.get("log") or "")[-1000:]
-
-
-def export(path, fmt="nbgrader"):
-    """Write every student's score per lab to a CSV file: nbgrader's CSV exporter, or Canvas's or
-    Moodle's gradebook import (``autograder.nbgrader_path.exports``); the late penalty is off."""
-    from autograder.nbgrader_path import exports
-    return exports.export(path, fmt)
