@@ -9,7 +9,7 @@ feedback travel between instructor and students through nbgrader's exchange fold
 from autograder import settings
 from autograder.nbgrader_path.course import (REPO, course_dir, exchange_dir, find_nbgrader_tools,
                                              template_folders)
-from autograder.nbgrader_path.formgrader import inside_jupyter_server
+from autograder.nbgrader_path.formgrader import inside_jupyter_server, serve_mathjax
 from autograder.sandbox import Limits
 
 COURSE = course_dir()
@@ -89,8 +89,10 @@ c.CanvasExport.assignment_ids = {}
 
 # The formgrader's Autograde button runs these preprocessors in the Jupyter server; its kernels are
 # the sandboxed ones `python -m autograder autograde` starts (autograder.nbgrader_path.formgrader).
+# Its grading view loads MathJax from the server, not from a CDN.
 if inside_jupyter_server():
     c.ResilientExecute.kernel_manager = "autograder.nbgrader_path.formgrader.SandboxedKernelManager"
+    serve_mathjax()
 # Only notebooks are copied from a submission to where it runs: a numpy.py, sitecustomize.py or
 # .pth shipped beside the notebook is never importable while grading.  Nor is the batch's marker
 # of a graded submission (autograder.nbgrader_path.batch.MARKER) copied on into its feedback.

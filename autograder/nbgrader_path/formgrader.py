@@ -36,6 +36,17 @@ def inside_jupyter_server():
     return serverapp is not None and serverapp.ServerApp.initialized()
 
 
+def serve_mathjax():
+    """Have the grading view load MathJax from this server (jupyter-server-mathjax's copy), not
+    from a CDN that an offline server cannot reach: put ``jupyter_data/`` first among the server's
+    Jupyter data folders, where nbconvert finds its template for the page's MathJax
+    (``jupyter_data/nbconvert/templates/formgrade/mathjax.html.j2`` says how)."""
+    ours = str(Path(__file__).resolve().parent / "jupyter_data")
+    folders = os.environ.get("JUPYTER_PATH", "").split(os.pathsep)
+    if ours not in folders:
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [ours, *folders]))
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """Start the sandboxed ``mini-grader`` kernel, in the submission's autograded folder.
 

@@ -172,6 +172,12 @@ def test_instructor_generates_autogrades_grades_and_releases_feedback(lab2_cours
                                            box.get_attribute("value"))
                  for box in driver.find_elements("css selector", "input.score")}
         assert boxes == {cell: (0.0 if cell == bug else float(p), "") for cell, p in points.items()}
+        # ... its formulas typeset by the MathJax the Jupyter server serves, not a CDN's
+        source, = [script.get_attribute("src") for script in
+                   driver.find_elements("css selector", "script[src*='MathJax.js']")]
+        assert source.startswith(url.split("/lab")[0] + "/static/jupyter_server_mathjax/"), source
+        page.until(lambda d: d.find_elements("css selector", ".MathJax_CHTML, .MathJax"),
+                   "MathJax to typeset the notebook's formulas")
 
         driver.switch_to.default_content()
         page.assert_no_console_errors()
