@@ -10,9 +10,9 @@ pointed at temp folders) on loopback, with configurable-http-proxy from ``.hub/`
 and PAM accounts the test makes (``useradd``, as root, as CI runs) and deletes afterwards.  The
 checkout is a temp copy of ``solutions/`` and ``autograder/`` owned by a grader account: the hub
 first refuses it while it is readable, then starts once it is ``chmod 700``.  The student logs in
-through the hub's page in chromium; in their server's terminal (through the page's own session)
-nbgrader fetches and submits lab 2 through the exchange, and reading the checkout fails with
-"Permission denied".  The students' environment is the student edition of mini over this
+through the hub's page in chromium, fetches and submits lab 2 from JupyterLab's Assignments
+panel, through the exchange; in their server's terminal (through the page's own session) reading
+the checkout fails with "Permission denied".  The students' environment is the student edition of mini over this
 environment's packages, made from a Python interpreter every account may run.  The formgrader
 service is left out (it needs the grader's own environment); its command is checked by the fast
 test.
@@ -391,19 +391,29 @@ c.Spawner.start_timeout = c.Spawner.http_timeout = {WAIT}
             page.find("//div[@id='jp-main-dock-panel']", "JupyterLab's main area")
             page.shot("student-lab")
 
+            # Fetch and submit from the Assignments panel, as the student would.
+            page.menu("Nbgrader", "Assignment List")
+            page.click("//div[@id='released_assignments_list']//button",
+                       "lab 2's Fetch button among the released assignments")
+            page.find(f"//div[@id='fetched_assignments_list']//a[contains(., '{LAB}')]",
+                      "lab 2 among the downloaded assignments")
+            page.shot("fetched")
+            page.click("//div[@id='fetched_assignments_list']"
+                       "//span[contains(@class, 'item_status')]/button", "lab 2's Submit button")
+            page.find(f"//div[@id='submitted_assignments_list']//span[text()='{LAB}']",
+                      "lab 2 among the submitted assignments")
+            page.shot("submitted")
+
             py = open_folder / "student-env" / "bin" / "python"
             secret = checkout / "solutions" / LAB / f"{LAB}.ipynb"
             output = in_terminal(driver, base, "; ".join([
                 "cd && id -un",
-                f"{py} -m nbgrader fetch_assignment {LAB} && {py} -m nbgrader submit {LAB} "
-                "&& echo SUBMITTED",
                 f"head -c 300 {secret}",
                 f"ls {checkout / 'autograder' / 'checks'}",
                 f"{py} -c \"print(open('{secret}').read()[:300])\"",
                 f"{py} -c 'import mini.autodiff, autograder' 2>&1 | tail -1"]))
             print(output)
             assert re.search(rf"^{student}$", output, re.M), output      # the student's account
-            assert "SUBMITTED" in output, output
             assert f"head: cannot open '{secret}' for reading: Permission denied" in output
             assert f"ls: cannot access '{checkout / 'autograder' / 'checks'}': Permission denied" \
                 in output
