@@ -139,6 +139,10 @@ def test_release_fetch_submit_collect_grade_and_feedback_round_trip(tmp_path, mo
         lost = BOB_LOST if name == "bob" else {}
         assert cells == {cell: float(p) - lost.get(cell, 0) for cell, p in points.items()}
         assert len(list(cache.iterdir())) == (2 if name == "alice" else 1)   # every submission
+        # the feedback page and nothing else: the submission's secret, which names each page in
+        # the exchange, stays in the instructor's feedback folder, where release_feedback reads it
+        assert {path.name for path in (home / LAB / "feedback").rglob("*") if path.is_file()} \
+            == {f"{LAB}.html"}
 
 
 def load(path):

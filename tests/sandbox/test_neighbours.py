@@ -2,17 +2,25 @@
 the CPU.
 
 Two attackers and three honest students hand in lab 2, all with every fill-in right.  One
-attacker writes until the disk is full; the other starts 24 processes that spin for 30 s.  The
-batch runs as an instructor runs it, with two workers, on a course folder that is a private tmpfs
-of 48 MiB (less than what the first attacker would write) and in a cgroup of one CPU core, with a
-cell time limit of 15 s.  Both paths grade the batch; the honest students get exactly their
-points, and nothing an attacker wrote is left in the course folder or reaches its feedback.  The
-grader must run as root here (a tmpfs, cgroups), as it does where kernels get cgroups of their
-own.
+attacker writes until the disk is full; the other starts 48 processes that spin, and keeps its
+kernel (and so them) alive while the honest students are graded beside it.  The batch runs as an
+instructor runs it, with two workers, on a course folder that is a private tmpfs of 48 MiB (less
+than what the first attacker would write) and in a cgroup of one CPU core, with a cell time limit
+of 15 s.  Both paths grade the batch; the honest students get exactly their points, and nothing an
+attacker wrote is left in the course folder or reaches its feedback.
+
+Lab 2's cells need so little CPU that an honest kernel left to share the core with the 48 spinning
+processes, 1/49 of it, still runs each within the limit: its score alone cannot show that kernels
+are kept apart.  So every submission also says which cpu cgroup its kernel runs in, and each must
+be in one of its own, whose share of the core no neighbour's processes can take (with the kernels'
+cpu groups removed from ``autograder.sandbox.cgroups``, all five report the batch's group and the
+test fails).  The grader must run as root here (a tmpfs, cgroups), as it does where kernels get
+cgroups of their own.
 """
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,13 +53,20 @@ for n in range(1000):
 """
 CPU_HOG = """
 import os, time
-for _ in range(24):
+for _ in range(48):
     if os.fork() == 0:
-        end = time.monotonic() + 30
+        end = time.monotonic() + 60
         while time.monotonic() < end:
             pass
         os._exit(0)
-print("24 processes spinning")
+print("48 processes spinning")
+"""
+STAY = "import time; time.sleep(6)"      # cells that keep the hog's kernel, and its processes, alive
+# every submission says which cpu cgroup its kernel runs in (a line of /proc/self/cgroup)
+WHERE = """
+lines = [line.strip().split(":", 2) for line in open("/proc/self/cgroup")]
+v1 = [path for _, names, path in lines if "cpu" in names.split(",")]
+print("cpu group:", (v1 or [path for ids, _, path in lines if ids == "0"])[0])
 """
 STUDENTS = {"attacker_disk": DISK_FILLER, "attacker_cpu": CPU_HOG, "honest1": None,
             "honest2": None, "honest3": None}
@@ -93,9 +108,10 @@ def _submissions(tmp_path, environment, group):
     _autograder(environment, group, "release", LAB)
     for student, attack in STUDENTS.items():
         nb = samples.make("full", LAB, tmp_path / "release")
-        if attack:
-            first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
-            nb.cells.insert(first + 1, v4.new_code_cell(attack))
+        first = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
+        nb.cells[first + 1:first + 1] = [v4.new_code_cell(WHERE)] + (
+            [v4.new_code_cell(attack)] if attack else []) + (
+            [v4.new_code_cell(STAY) for _ in range(3)] if attack == CPU_HOG else [])
         path = tmp_path / "inbox" / student / f"{LAB}.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
@@ -130,7 +146,12 @@ def test_the_nbgrader_path_grades_the_honest_beside_a_disk_filler_and_a_cpu_hog(
         course / "autograded" / student / LAB / f"{LAB}.ipynb", as_version=4).cells])
         for student in STUDENTS}
     assert "stopped after 6" in said["attacker_disk"]          # its own 64 MiB, then no more
-    assert "24 processes spinning" in said["attacker_cpu"]
+    assert "48 processes spinning" in said["attacker_cpu"]
+    # each kernel in a cpu group of its own (the module's docstring says why)
+    groups = {student: re.findall(r'cpu group: ([^\s\\"]+)', said[student])
+              for student in STUDENTS}
+    assert all(len(found) == 1 for found in groups.values()), groups
+    assert len({found[0] for found in groups.values()}) == len(STUDENTS), groups
 
 
 def test_the_pytest_path_grades_the_honest_beside_a_disk_filler_and_a_cpu_hog(tmp_path, cramped):
