@@ -4,8 +4,9 @@ mini marks every function that answers a lab's fill-in (``mini.answers``).  An e
 of ``mini/`` in which the body of each marked function, method or class of a *withheld* lab is
 replaced by one call, ``withheld(lab, fill_in, name)``, that raises an error naming the lab and
 the fill-in, and each derivative registered in a withheld :func:`mini.answers.answers` block by a
-function that raises the same.  Everything else is the file as it was, comments and docstrings
-included: students read this mini.
+function that raises the same.  A withheld function's docstring goes with its body: mini's
+docstrings say how a function works, and the lab states what the student's must do.  Everything
+else is the file as it was, comments and docstrings included: students read this mini.
 
 Two kinds of process get an edition instead of mini:
 
@@ -198,20 +199,15 @@ def _target(statement):
 
 
 def _body_left_out(function, mark, source, name):
-    """The function's statements (after its docstring) become one call of ``withheld``, with
-    every comment among them, before the first and after the last on its line."""
+    """The function's statements, its docstring among them (mini's docstrings say how a function
+    works: the lab states what it must do), become one call of ``withheld``, with every comment
+    among them, before the first and after the last on its line."""
     body = function.body
-    documented = (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                  and isinstance(body[0].value.value, str))
     call = f"withheld({mark[0]!r}, {mark[1]!r}, {name!r})"
     end = source.end_of_comment(body[-1].end_lineno, body[-1].end_col_offset)
-    if documented:
-        start = source.offset(body[0].end_lineno, body[0].end_col_offset)
-    elif body[0].lineno == function.lineno:         # def f(x): return x
+    if body[0].lineno == function.lineno:         # def f(x): return x
         return (source.offset(body[0].lineno, body[0].col_offset), end, call)
-    else:
-        start = source.end_of_header(body[0].lineno)
-    return (start, end, f"\n{' ' * body[0].col_offset}{call}")
+    return (source.end_of_header(body[0].lineno), end, f"\n{' ' * body[0].col_offset}{call}")
 
 
 def _block_left_out(block, mark, source):

@@ -43,7 +43,7 @@ MODULE = '''
 
     @answer("lab3", "backward_pass")
     def backward_pass(g, end):
-        """Its docstring stays."""
+        """Its docstring says how: it goes."""
         # how it is done: these comments go with the body
         total = g * 2
         return total   # and this one
@@ -57,6 +57,7 @@ MODULE = '''
 
     @answer("lab2", "toposort")
     def revealed(x):
+        """A revealed answer's docstring stays."""
         return x - 1
 
     @answer("lab3", "tracer")
@@ -86,16 +87,19 @@ def test_each_kind_of_marked_answer_raises_naming_the_lab_and_the_fill_in(call, 
     assert isinstance(raised, AnswerWithheld) and problem in str(raised), raised
 
 
-def test_what_is_not_withheld_works_and_docstrings_stay():
+def test_what_is_not_withheld_works_and_its_docstrings_stay():
     assert _run(MODULE, "given(1)") == 2
     assert _run(MODULE, "revealed(5)") == 4
-    assert _run(MODULE, "backward_pass.__doc__") == "Its docstring stays."
+    assert _run(MODULE, "revealed.__doc__") == "A revealed answer's docstring stays."
+    assert _run(MODULE, "__doc__") == "A module of mini."
+    assert _run(MODULE, "backward_pass.__doc__", withheld=()) == "Its docstring says how: it goes."
     assert _run(MODULE, "(backward_pass(1.0, None), 1)[1]", withheld=()) == 1
 
 
 def test_the_body_and_its_comments_are_gone_from_the_text():
     edited = edition.stubbed(textwrap.dedent(MODULE), {"lab3"}, "mini/example.py")
     for gone in ("total = g * 2", "how it is done", "and this one", "x * 3", "g * ans",
+                 "Its docstring says how", "Nothing but a docstring",
                  "self.value = value", "lambda self: 4"):
         assert gone not in edited, gone
     assert "x - 1" in edited and "from mini.answers import answer, answers, withheld" in edited
