@@ -64,6 +64,13 @@ def test_cells(lab):
     return [(mark["grade_id"], float(mark.get("points", 0))) for mark in marks]
 
 
+def hand_graded_points(lab):
+    """The points of the lab's written answers (cells graded by hand, not test cells): 0 when it
+    has none.  No autograded score includes them."""
+    return sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in read_source(lab).cells
+               if cell.metadata.get("nbgrader", {}).get("grade") and not is_test_cell(cell))
+
+
 def read_notebook(notebook_path, lab):
     """The submitted notebook, or ValueError with a reason a student can act on."""
     notebook_path = Path(notebook_path)

@@ -29,8 +29,8 @@ from pathlib import Path
 from autograder import edition, sandbox
 from autograder.checks import answer, cases, ptx, tally
 from autograder.labs import fill_in_tested_by
-from autograder.notebooks import (names_tests_read, read_notebook, read_source, skips_demo,
-                                  test_cells, visible_tests)
+from autograder.notebooks import (hand_graded_points, names_tests_read, read_notebook,
+                                  read_source, skips_demo, test_cells, visible_tests)
 from autograder.sandbox import REPO, Limits, cgroups
 from autograder.sandbox import scratch as folders
 
@@ -138,6 +138,9 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
         tests = [_verdict(grade_id, points, drawn, outcomes, visible_failures, seed)
                  for grade_id, points in tested]
     notes.append(sandbox.isolation_note())
+    if hand_graded_points(lab):
+        notes.append(f"The written answers ({hand_graded_points(lab):g} points) are graded by hand: "
+                     f"this score, out of {sum(points for _, points in tested):g}, leaves them out.")
     return SubmissionResult(student, lab, seed, tests, notes)
 
 

@@ -56,6 +56,8 @@ def test_pytest_path_agrees_with_nbgrader_and_writes_gradescope_results(course_f
         assert float(row["score"]) == nbgrader_scores[(row["student"], row["lab"])], row
     result = json.loads((out / "lab3_autodiff" / STUDENTS["bug"] / "results.json").read_text())
     assert {"score", "tests", "output"} <= set(result) and "seed 5" in result["output"]
+    assert "The written answers (10 points) are graded by hand: this score, out of 100, leaves " \
+        "them out." in result["output"]
     failed = [t for t in result["tests"] if t["status"] == "failed"]
     assert failed and all({"name", "score", "max_score", "output", "visibility"} <= set(t)
                           for t in result["tests"])
