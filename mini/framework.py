@@ -275,13 +275,52 @@ def gradients(loss, variables):
     return [grads[v] if v in grads else zeros_like(v) for v in variables]
 
 
+@answer("lab4", "sgd_update")
+def sgd_update(variables, grads, learning_rate):
+    """One Operation that, each time a Session runs it, moves every variable against the value
+    of its gradient node: theta <- theta - learning_rate * grad (slide 44).  Its primitive is
+    marked ``stateful``, so the optimisation passes neither fold nor merge it."""
+    def step(*grad_values):
+        for variable, grad in zip(variables, grad_values):
+            variable.assign(variable.value - learning_rate * grad)
+
+    update = Primitive(step, name="GradientDescent")
+    update.stateful = True
+    return Tensor.apply(update, tuple(grads), {})
+
+
+@answer("lab4", "gradient_check")
+def numerical_gradients(loss, variables, feed_dict=None, h=1e-6):
+    """Central differences (slide 30) of the sum of ``loss``'s entries with respect to each
+    Variable, entry by entry, in float64: (L(theta + h e_k) - L(theta - h e_k)) / 2h, each L one
+    Session run with ``feed_dict``.  Compare them with what :func:`gradients` builds; every
+    Variable holds its own array again afterwards."""
+    session, estimates = Session(loss.graph), []
+    for variable in variables:
+        value = variable.value
+        estimate = np.zeros(value.shape)
+        for index in np.ndindex(value.shape):
+            step = np.zeros(value.shape)
+            step[index] = h
+            try:
+                variable.assign(value + step)
+                above = np.sum(session.run(loss, feed_dict))
+                variable.assign(value - step)
+                below = np.sum(session.run(loss, feed_dict))
+            finally:
+                variable.value = value
+            estimate[index] = (above - below) / (2 * h)
+        estimates.append(estimate)
+    return estimates
+
+
 class GradientDescentOptimizer:
     """Plain gradient descent, theta <- theta - lr * dL/dtheta (slide 44)."""
 
     def __init__(self, learning_rate):
         self.learning_rate = learning_rate
 
-    @answer("lab4", "sgd_update")
+    @answer("lab4", "minimize")
     def minimize(self, loss, var_list=None):
         """An Operation that, each time it runs, takes one step on every Variable of ``loss``."""
         if var_list is None:
@@ -289,16 +328,7 @@ class GradientDescentOptimizer:
         if not var_list:
             raise ValueError(f"minimize: {loss!r} depends on no Variable, so there is nothing to "
                              "train")
-        grads = gradients(loss, var_list)
-        lr = self.learning_rate
-
-        def step(*grad_values):
-            for variable, grad in zip(var_list, grad_values):
-                variable.assign(variable.value - lr * grad)
-
-        update = Primitive(step, name="GradientDescent")
-        update.stateful = True              # optimize must neither fold nor merge it
-        return Tensor.apply(update, tuple(grads), {})
+        return sgd_update(var_list, gradients(loss, var_list), self.learning_rate)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Computation graphs: nodes, topological order, forward evaluation.
 
-A computation graph (lecture L05, slide 13) has one node per variable or operation and an edge from
-each operation to each of its inputs.  Both of mini's front ends build graphs of :class:`Node`:
-``mini.autodiff`` while the program runs (dynamic, like PyTorch), ``mini.framework`` before it runs
-(static, like TensorFlow v1).  Everything that walks a graph, the forward evaluation here and the
-reverse pass in ``mini.reverse``, visits nodes in the order :func:`toposort` returns.
+A computation graph (lecture L05, slide 13) has one node per variable or operation and an edge
+between each operation and each of its inputs.  An edge runs the way data flow, from the input to
+the operation that reads it, and the operation's node keeps its incoming edges as its ``parents``.
+Both of mini's front ends build graphs of :class:`Node`: ``mini.autodiff`` while the program runs
+(dynamic, like PyTorch), ``mini.framework`` before it runs (static, like TensorFlow v1).
+Everything that walks a graph, the forward evaluation here and the reverse pass in
+``mini.reverse``, visits nodes in the order :func:`toposort` returns.
 """
 from collections import deque
 
@@ -21,7 +23,8 @@ class Node:
             in ``parent_argnums``; their entries in ``args`` may be placeholders and are replaced by
             the parents' values when the node is (re)evaluated.
         kwargs: the primitive's keyword arguments (axis, shape, ...): constants, never nodes.
-        parents: the nodes this one reads, in the order of ``parent_argnums`` (the incoming edges).
+        parents: the nodes this one reads, a tuple in the order of ``parent_argnums``: the node's
+            incoming edges, one from each input it reads.
         parent_argnums: for each parent, which argument of ``fun`` it is.
         name: a label for messages and pictures.
     """

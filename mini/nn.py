@@ -26,12 +26,12 @@ import numpy as np
 from mini.answers import answer, answers
 from mini.primitives import (
     affine, axis_size, defjvp, defvjp, defvjp_zero, getitem, logsumexp, no_tangent, primitive,
-    relu, shape_only, softmax, sum, take,
+    relu, shape_only, sigmoid, softmax, sum, take,
 )
 
 __all__ = ["Embedding", "Linear", "relu", "masked_mean", "masked_mean_adjoint", "one_hot_like",
-           "softmax_cross_entropy", "softmax_cross_entropy_grad", "SGD", "SentimentClassifier",
-           "accuracy"]
+           "softmax_cross_entropy", "softmax_cross_entropy_grad", "sigmoid_cross_entropy", "SGD",
+           "SentimentClassifier", "accuracy"]
 
 
 class Embedding:
@@ -245,6 +245,23 @@ with answers("lab3", "forward_mode"):
            lambda t, ans, g, logits, labels: t * softmax_cross_entropy_grad(1.0, logits, labels),
            lambda t, ans, g, logits, labels: _cross_entropy_hessian_times(t, g, logits, labels),
            no_tangent)
+
+
+@answer("lab4", "operation")
+@primitive
+def sigmoid_cross_entropy(z, y):
+    """The binary cross-entropy of logits ``z`` against targets ``y`` in [0, 1], entry by entry
+    (any shapes that broadcast): -(y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))), which is
+    log(1 + e^z) - y z, computed without overflow for logits of any size.  An Operation of the
+    kind L05 slide 42 writes, a forward and a backward: dL/dz = sigmoid(z) - y, dL/dy = -z."""
+    return np.logaddexp(0.0, z) - y * z
+
+
+with answers("lab4", "operation"):
+    defvjp(sigmoid_cross_entropy, lambda g, ans, z, y: g * (sigmoid(z) - y),
+           lambda g, ans, z, y: -(g * z), broadcasting=True)
+    defjvp(sigmoid_cross_entropy, lambda t, ans, z, y: t * (sigmoid(z) - y),
+           lambda t, ans, z, y: -(t * z))
 
 
 def accuracy(logits, labels):

@@ -245,8 +245,8 @@ def _softmax_regression_case(rng, min_batch):
                 expected=lambda: {"loss": float(loss(W)), "grad_W": mini.grad(loss)(W)},
                 rtol=1e-6, atol=1e-10,
                 hint="the loss is softmax_loss(X @ W, y); its gradient has W's shape (d, C), and "
-                     "entry (k, j) is the sum over the batch of X[b, k] * G_U[b, j] with G_U = "
-                     "softmax_loss_grad(X @ W, y): one matrix product of X transposed and G_U")
+                     "G_U = softmax_loss_grad(X @ W, y) holds the mean's 1/B already: redo steps "
+                     "1-3 of section 4 on a batch of two examples")
 
 
 def check_softmax_regression(rng):

@@ -363,8 +363,9 @@ GRID_SIZE = "reads the grid's size (cuda.gridsize)"
 SHARED = "shared arrays"
 
 FLOAT32 = ("float32 in, float32 arithmetic: a Python float (0.0, 1.0) in a float32 kernel is a "
-           "float64, and so is anything computed with it; most GPUs run float64 at 1/32 to 1/64 "
-           "of the float32 rate (x.dtype.type(0) is a zero of x's dtype)")
+           "float64, and so is anything computed with it; consumer GPUs run float64 at 1/32 to "
+           "1/64 of the float32 rate, data-centre GPUs at 1/2 (x.dtype.type(0) is a zero of x's "
+           "dtype)")
 COMPILING = ("a kernel compiles to GPU instructions, so only arithmetic, math, cuda and indexing "
              "of the arrays it is given work inside it: numpy functions, Python objects (lists, "
              "dicts, functions not compiled with cuda.jit) do not compile, even where the "
@@ -483,3 +484,15 @@ def spmv_code_check(rng):
         expected, hint=(
             "thread g handles rows g, g + G, ... where G = cuda.gridsize(1), which reads the "
             f"grid's size (%nctaid.x), and accumulates in data's dtype; {FLOAT32}"))
+
+
+def spmm_code_check(rng):
+    """Compiled for a GPU: it compiles, strides by the grid's size both ways, stays in float32."""
+    expected = {COMPILES: "yes", GRID_SIZE: "yes (%nctaid.x, %nctaid.y)", FLOAT64: "none"}
+    return _code_case(
+        "spmm_kernel", "spmm_kernel for float32 data, X and Y, int64 indices and indptr",
+        [["float32", 1], ["int64", 1], ["int64", 1], ["float32", 2], ["float32", 2]],
+        lambda summary: {GRID_SIZE: grid_size(summary, "xy"), FLOAT64: float64(summary)},
+        expected, hint=(
+            "the loops over Y's rows and columns step by the grid's size, cuda.gridsize(2), "
+            f"which reads %nctaid.x and %nctaid.y, and accumulate in data's dtype; {FLOAT32}"))

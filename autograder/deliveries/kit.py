@@ -250,7 +250,8 @@ instructor tells you whether your course uses it, and which folder, through `MIN
 
 This `mini` holds {revealed}.  The functions that answer the labs still to do ({withheld}) are
 left out: calling one raises an error that names the lab and the fill-in that asks for it.
-Writing them is the lab.
+Writing them is the lab.  So are a few answers of earlier labs that a lab still to do asks for
+again in a new setting (lab 4's `gradients` is lab 3's backward pass on graph nodes).
 
 ## Working on a lab
 

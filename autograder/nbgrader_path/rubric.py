@@ -1,6 +1,6 @@
 """The rubric of a written answer, for the formgrader's grading view, and for no other page.
 
-Labs 3 and 4 have written answers graded by hand.  Each one's model answer and rubric sit in
+Labs 1, 3 and 4 have written answers graded by hand.  Each one's model answer and rubric sit in
 ``solutions/`` in the answer cell itself, between nbgrader's solution markers, so that ``release``
 strips them from what students get.  The grading view shows them under the student's answer:
 ``nbgrader_config.py`` gives nbconvert's HTML exporter the preprocessor :class:`ShowRubrics`,

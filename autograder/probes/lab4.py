@@ -1,23 +1,11 @@
-"""Student half of lab 4's checks: framework graphs built from plain descriptions, the student's
-functions called on them, and the graphs they build described as plain data again.
+"""Student half of lab 4's checks: the student's functions called on framework graphs built from
+plain descriptions, and what they build described as plain data again
+(:mod:`autograder.probes.lab4_graphs` says how a graph crosses between the halves).
 
-A graph crosses between the halves as a *description*: a list of entries, one per node, each
-node's parents given by their position in the list::
-
-    ["Placeholder", name, shape, dtype]
-    ["Variable", name, value]          ["Constant", name, value]
-    ["Operation", name, primitive, args, parents, parent_argnums, kwargs, device]
-    ["original", i]                    node i of the graph the grader sent (in what comes back)
-
-``primitive`` is a primitive's name among mini's (``"tanh"``, ``"mini.nn:one_hot_like"``);
-``args`` holds the numbers written into the operation and None where a parent goes.  The grader
-draws a graph, describes it, and this half builds it (:func:`build`), calls the student's
-function, and describes what that function built (:func:`describe`): the grader rebuilds that
-with mini and runs it with mini's Session.  Nothing here runs a graph: the only values computed
-here are what the student's own code computes (``session_run``, the classifier on arrays), the
-student's update node fed gradient values the grader computed, and folded constants the grader
-sent.  Orders a stand-in needs (``prune``) and the folding a stand-in does come from the grader
-(:class:`autograder.probes.Grader`).
+Nothing here runs a graph: the only values computed here are what the student's own code computes
+(``session_run``, the classifier on arrays), the student's update node fed gradient values the
+grader computed, and folded constants the grader sent.  Orders a stand-in needs (``prune``) and the
+folding a stand-in does come from the grader (:class:`autograder.probes.Grader`).
 """
 import contextlib
 import functools
@@ -26,168 +14,10 @@ import numpy as np
 
 import mini
 from autograder.probes import probe, to_plain
-from mini import backend, linear, nn, primitives
+from mini import backend, primitives
 from mini import framework as fw
-from mini import graph as _graph
-
-MODULES = {"mini": mini, "mini.primitives": primitives, "mini.linear": linear, "mini.nn": nn}
-"""Where the primitives a description names live."""
-
-NOT_MINIS = "not mini's: "
-
-
-# ---------------------------------------------------------------------------------------------
-# Descriptions: building one, describing a graph
-# ---------------------------------------------------------------------------------------------
-
-def primitive_name(fun):
-    """``"tanh"`` for ``mini.tanh``, ``"mini.nn:one_hot_like"`` for a primitive of another module
-    of mini, ``"not mini's: <name>"`` for any other function."""
-    name = getattr(fun, "__name__", type(fun).__name__)
-    for module_name, module in MODULES.items():
-        if isinstance(name, str) and getattr(module, name, None) is fun:
-            return name if module_name == "mini" else f"{module_name}:{name}"
-    return f"{NOT_MINIS}{name}"
-
-
-def primitive_named(name, extra=None):
-    """The primitive a description names: one of ``extra`` (``{name: primitive}``), else mini's."""
-    if extra and name in extra:
-        return extra[name]
-    module_name, _, attribute = str(name).rpartition(":")
-    fun = getattr(MODULES.get(module_name or "mini"), attribute, None)
-    if not isinstance(fun, primitives.Primitive):
-        raise ValueError(f"{name!r} is not one of mini's primitives")
-    return fun
-
-
-def input_node(graph, kind, name, value=None, dtype="float64"):
-    """A Placeholder (``value`` its shape), Variable or Constant of ``graph``, named ``name``.
-
-    Built without ``Graph.as_default`` (which swaps the process's default graph): the node is
-    made, then given its graph and name."""
-    if kind == "Placeholder":
-        node = fw.Placeholder(value, name, np.dtype(dtype))
-    elif kind in ("Variable", "Constant"):
-        node = getattr(fw, kind)(value, name)
-    else:
-        raise ValueError(f"no input of kind {kind!r}")
-    node.graph, node.name, node.device = graph, name, None
-    graph.size += 1
-    return node
-
-
-def build(entries, known=(), graph=None, extra=None):
-    """The nodes a description lists, in its order (parents before the nodes that read them),
-    in ``graph`` (a new one if None); ``["original", i]`` is ``known[i]``, and a primitive of
-    ``extra`` may stand where a description names one that is not mini's."""
-    graph = graph or fw.Graph()
-    nodes = []
-    for entry in entries:
-        if not isinstance(entry, list) or not entry:
-            raise ValueError(f"not an entry of a description: {str(entry)[:80]}")
-        if entry[0] == "original":
-            nodes.append(known[_position(entry[1], len(known))])
-        elif entry[0] == "Operation":
-            nodes.append(_operation(entry, nodes, graph, extra))
-        else:
-            nodes.append(input_node(graph, *_input_fields(entry)))
-    return nodes
-
-
-def _input_fields(entry):
-    if entry[0] == "Placeholder" and len(entry) == 4:
-        shape = None if entry[2] is None else tuple(entry[2])
-        return entry[0], str(entry[1]), shape, entry[3]
-    if entry[0] in ("Variable", "Constant") and len(entry) == 3:
-        return entry[0], str(entry[1]), entry[2]
-    raise ValueError(f"not an entry of a description: {str(entry)[:80]}")
-
-
-def _operation(entry, nodes, graph, extra):
-    if len(entry) != 8:
-        raise ValueError(f"not an entry of a description: {str(entry)[:80]}")
-    _, name, fun, args, parents, argnums, kwargs, device = entry
-    args = list(args)
-    if len(parents) != len(argnums) or not isinstance(kwargs, dict):
-        raise ValueError(f"operation {name!r}: its parents and their positions do not match")
-    parents = [nodes[_position(parent, len(nodes))] for parent in parents]
-    for argnum, parent in zip(argnums, parents):
-        args[_position(argnum, len(args))] = parent
-    node = fw.Operation(None, primitive_named(fun, extra), tuple(args), dict(kwargs), parents,
-                        tuple(argnums), name=str(name), graph=graph)
-    node.name, node.device = str(name), device
-    return node
-
-
-def _position(index, length):
-    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < length:
-        raise ValueError(f"{index!r} is not a position among the {length} nodes before it")
-    return index
-
-
-def describe(ends, known=()):
-    """``(entries, nodes)``: every node ``ends`` depend on, described; a node of ``known`` as
-    ``["original", its position there]``.  The order is the one ``mini.graph.reachable`` finds
-    them in, not a topological one (the grader orders them)."""
-    nodes = list({id(node): node for end in ends for node in _graph.reachable(end)}.values())
-    return describe_nodes(nodes, known), nodes
-
-
-def describe_nodes(nodes, known=()):
-    """The entries of ``nodes``, whose parents are all among them, in the order given."""
-    known_at = {id(node): i for i, node in enumerate(known)}
-    position = {id(node): i for i, node in enumerate(nodes)}
-    return [["original", known_at[id(node)]] if id(node) in known_at else _entry(node, position)
-            for node in nodes]
-
-
-def _entry(node, position):
-    name = str(getattr(node, "name", None))
-    if isinstance(node, fw.Placeholder):
-        shape = None if node.shape is None else list(node.shape)
-        return ["Placeholder", name, shape, node.dtype.name]
-    if isinstance(node, (fw.Variable, fw.Constant)):
-        kind = "Variable" if isinstance(node, fw.Variable) else "Constant"
-        return [kind, name, _plain(node.value)]
-    if not isinstance(node, fw.Tensor) or node.fun is None:
-        return ["not a framework node", f"{name} ({type(node).__name__})"]
-    argnums = [int(argnum) for argnum in node.parent_argnums]
-    return ["Operation", name, primitive_name(node.fun),
-            [None if i in argnums else _plain(arg) for i, arg in enumerate(node.args)],
-            [position[id(parent)] for parent in node.parents], argnums,
-            {str(key): _plain(value) for key, value in node.kwargs.items()},
-            _plain(node.device)]
-
-
-def _plain(value):
-    """``value`` if it can cross as plain data, else a string saying what it was."""
-    try:
-        to_plain(value)
-        return value
-    except TypeError:
-        return f"not plain data: {type(value).__name__} {value!r:.60}"
-
-
-def listed(items, what):
-    """``items`` as a list, or TypeError saying what ``what`` returned instead."""
-    if not isinstance(items, (list, tuple)):
-        raise TypeError(f"{what} should return a list, got {type(items).__name__} {items!r:.80}")
-    return list(items)
-
-
-def _position_of(items, nodes):
-    """Each item's position among ``nodes`` (by identity), or a string saying what it is."""
-    at = {id(node): i for i, node in enumerate(nodes)}
-    return [at[id(item)] if id(item) in at else f"not a node: {type(item).__name__} {item!r:.60}"
-            for item in items]
-
-
-def _outcome(items, known=()):
-    """What a function that returns nodes built: the graph under them, and where each one is."""
-    nodes = [item for item in items if isinstance(item, fw.Tensor)]
-    entries, described = describe(nodes, known)
-    return {"graph": entries, "returned": _position_of(items, described)}
+from autograder.probes.lab4_graphs import (NOT_MINIS, build, describe, describe_nodes, input_node,
+                                          listed, plain, position_of, what_was_built)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,7 +101,7 @@ def session_runs(student, grader, graph, runs, report=(), devices=(), update=Non
     with recording_backends(list(devices)) as log:
         outcomes = [_run(student, nodes, run, counts) for run in runs]
         after = backend.get_backend()
-    return {"runs": outcomes, "after": {i: _plain(nodes[i].value) for i in report},
+    return {"runs": outcomes, "after": {i: plain(nodes[i].value) for i in report},
             "backend before": before, "backend after": after, "backend calls": log}
 
 
@@ -302,7 +132,7 @@ def _values(returned):
     if isinstance(returned, (list, tuple)):
         return [_values(value) for value in returned]
     if isinstance(returned, (np.ndarray, np.generic)):
-        return _plain(np.array(returned))            # a copy: later runs may change the array
+        return plain(np.array(returned))            # a copy: later runs may change the array
     if returned is None or isinstance(returned, (int, float)):
         return returned
     return f"not a value: {type(returned).__name__} {returned!r:.60}"
@@ -320,7 +150,7 @@ def gradients_built(student, grader, graph, loss, wrt):
     returned = listed(student.gradients(nodes[loss], [nodes[i] for i in wrt]), "gradients")
     uncomputed = all(node.value is None for node in nodes
                      if not isinstance(node, (fw.Variable, fw.Constant)))
-    return {**_outcome(returned, nodes), "forward graph left uncomputed": uncomputed}
+    return {**what_was_built(returned, nodes), "forward graph left uncomputed": uncomputed}
 
 
 @probe
@@ -341,17 +171,18 @@ def sgd_steps(student, grader, graph, variables, grads, learning_rate, steps):
                         f"gradient nodes), got {type(update).__name__} {update!r:.60}")
     after = []
     for step in range(steps):
-        values = grader.stand_in("gradients", step, [_plain(node.value) for node in held])
+        values = grader.stand_in("gradients", step, [plain(node.value) for node in held])
         given = {id(nodes[i]): value for i, value in zip(grads, values)}
         arrays = [(node.value, node.value.copy()) for node in held]
         handed = [(value, np.copy(value)) for value in given.values()]
         update.forward(*_arguments(update, given))
         kept_old = all(np.array_equal(value, copy) for value, copy in arrays)
-        after.append({"Variables": [_plain(np.array(node.value)) for node in held],
+        after.append({"Variables": [plain(np.array(node.value)) for node in held],
                       "old arrays kept": kept_old,
                       "gradient values kept": all(np.array_equal(value, copy)
                                                   for value, copy in handed)})
-    return {"building changed no Variable": kept, "steps": after}
+    return {"building changed no Variable": kept, "steps": after,
+            "stateful": bool(getattr(update.fun, "stateful", False))}
 
 
 def _arguments(node, given):
@@ -384,7 +215,7 @@ def classifier_built(student, grader, graph, names, what, arrays=None):
     end = student.classifier_logits(params, nodes[names["ids"]], nodes[names["mask"]])
     if what == "model":
         end = student.classifier_loss(end, nodes[names["labels"]])
-    outcome = _outcome([end], nodes)
+    outcome = what_was_built([end], nodes)
     if arrays is not None:
         outcome["on arrays"] = _values(student.classifier_logits(arrays["params"], arrays["ids"],
                                                                  arrays["mask"]))
@@ -395,7 +226,7 @@ def classifier_built(student, grader, graph, names, what, arrays=None):
 def classifier_loss_built(student, grader, graph, logits, labels):
     """The graph of the student's classifier_loss on the described Placeholders."""
     nodes = build(graph)
-    return _outcome([student.classifier_loss(nodes[logits], nodes[labels])], nodes)
+    return what_was_built([student.classifier_loss(nodes[logits], nodes[labels])], nodes)
 
 
 @probe
@@ -419,16 +250,15 @@ def training_step_built(student, grader, initial, learning_rate):
     params = built["params"]
     named = [built[key] for key in ("ids", "mask", "labels", "logits", "loss")]
     named += list(params.values())
-    outcome = _outcome(named, ())
+    outcome = what_was_built(named, ())
     where = dict(zip(["ids", "mask", "labels", "logits", "loss", *params], outcome["returned"]))
     return {"graph": outcome["graph"], "where": where,
             "minimize": [[loss is built["loss"], rate] for loss, rate, _ in calls],
             "train_op is what minimize returned": bool(calls) and built["train_op"] is calls[-1][2],
             "initial_params left as they were": all(
                 np.array_equal(initial[name], copies[name]) for name in initial),
-            "each Variable holds its own copy": all(
-                isinstance(node, fw.Variable) and not np.shares_memory(node.value, initial[name])
-                for name, node in params.items() if name in initial)}
+            "each parameter is a Variable": all(
+                isinstance(node, fw.Variable) for name, node in params.items() if name in initial)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,8 +320,8 @@ def pass_result(student, grader, graph, fetches, pass_name, stand_ins=()):
         if not isinstance(result, tuple) or len(result) != 2:
             raise TypeError(f"optimize should return (stand-ins, counts), got {result!r:.80}")
         result, counts = result
-        counts = {str(key): _plain(value) for key, value in dict(counts).items()}
-    return {**_outcome(listed(result, pass_name), nodes), "counts": counts,
+        counts = {str(key): plain(value) for key, value in dict(counts).items()}
+    return {**what_was_built(listed(result, pass_name), nodes), "counts": counts,
             "graph unchanged": to_plain(describe_nodes(nodes)) == before,
             "stateful calls": len(calls)}
 
@@ -516,9 +346,9 @@ def placed(student, grader, graph, fetches, devices, default):
         counts = student.place([nodes[i] for i in fetches], devices, default)
     after = to_plain([entry[:-1] if entry[0] == "Operation" else entry
                       for entry in describe_nodes(nodes)])
-    return {"returned": ({_plain(key): _plain(value) for key, value in counts.items()}
+    return {"returned": ({plain(key): plain(value) for key, value in counts.items()}
                          if isinstance(counts, dict) else _values(counts)),
-            "devices": [_plain(node.device) for node in nodes],
+            "devices": [plain(node.device) for node in nodes],
             "graph otherwise unchanged": after == before}
 
 
@@ -558,3 +388,119 @@ def signatures(student, grader, number, m):
         hash(first)
         result[label] = bool(first == second)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# An Operation of one's own, minimize, and the central-difference check
+# ---------------------------------------------------------------------------------------------
+
+OPERATION = f"{NOT_MINIS}sigmoid_cross_entropy"
+"""How a description names the student's Operation, whatever its function is called."""
+
+
+def _student_operation(student):
+    operation = student.sigmoid_cross_entropy
+    if not isinstance(operation, primitives.Primitive):
+        raise TypeError(f"sigmoid_cross_entropy should be a primitive of mini (made with "
+                        f"mini.primitive), got {type(operation).__name__} {operation!r:.60}")
+    return operation
+
+
+def _shares(operation, g, ans, z, y):
+    """What the two VJPs of ``operation`` return (or a string saying what went wrong)."""
+    shares = []
+    for argnum in (0, 1):
+        try:
+            shares.append(primitives.vjp_of(operation, argnum)(g, ans, z, y))
+        except Exception as error:         # a missing or failing VJP is what is reported
+            shares.append(f"raised {type(error).__name__}: {str(error)[:200]}")
+    return shares
+
+
+@probe
+def operation_on_arrays(student, grader, z, y, g):
+    """The student's Operation on arrays: its forward, and its VJPs for the upstream gradient
+    ``g`` (the backward, as a backward pass calls it)."""
+    operation = _student_operation(student)
+    with np.errstate(all="ignore"):
+        ans = operation(z, y)
+        shares = _shares(operation, g, ans, z, y)
+    return {"forward": _values(ans), "vjp z": _values(shares[0]), "vjp y": _values(shares[1])}
+
+
+@probe
+def operation_on_nodes(student, grader, graph, z, y, g):
+    """The graph the student's Operation and its VJPs build on the described Placeholders
+    (what gradients() makes of it), with the Operation named :data:`OPERATION`."""
+    operation = _student_operation(student)
+    nodes = build(graph)
+    ans = operation(nodes[z], nodes[y])
+    items = [ans, *_shares(operation, nodes[g], ans, nodes[z], nodes[y])]
+    built = [item for item in items if isinstance(item, fw.Tensor)]
+    entries, described = describe(built, nodes)
+    for entry, node in zip(entries, described):
+        if entry[0] == "Operation" and node.fun is operation:
+            entry[2] = OPERATION
+    return {"graph": entries, "returned": position_of(items, described)}
+
+
+@probe
+def minimize_calls(student, grader, graph, loss, learning_rate):
+    """The student's minimize on the described graph, with gradients and sgd_update stand-ins
+    that record what they are handed: gradients returns one node per variable, sgd_update a
+    marker of its own."""
+    nodes = build(graph)
+    asked, handed, marker = [], [], object()
+
+    def gradients(of, variables):
+        variables = list(variables)
+        grads = [primitives.Primitive(lambda value: value, name="gradient_stand_in")(variable)
+                 for variable in variables]
+        asked.append((of, variables, grads))
+        return grads
+
+    def sgd_update(variables, grads, learning_rate):
+        handed.append((list(variables), list(grads), learning_rate))
+        return marker
+
+    try:
+        with student.using(gradients=gradients, sgd_update=sgd_update):
+            returned = student.minimize(nodes[loss], learning_rate)
+    except Exception as error:          # what it raised is part of what is checked
+        return {"raised": type(error).__name__, "message": str(error)[:300]}
+    return {"gradients": [[of is nodes[loss], position_of(variables, nodes)]
+                          for of, variables, _ in asked],
+            "sgd_update": [[position_of(variables, nodes),
+                            bool(asked) and len(grads) == len(asked[-1][2])
+                            and all(a is b for a, b in zip(grads, asked[-1][2])), plain(rate)]
+                           for variables, grads, rate in handed],
+            "returned sgd_update's node": returned is marker}
+
+
+@probe
+def numerical_estimates(student, grader, graph, loss, variables, feed, h):
+    """The student's numerical_gradients on the described graph, with a session_run stand-in
+    that the grader answers (it runs the graph with the Variables' values of that moment); the
+    estimates, and whether every Variable holds what it held before, in an unchanged array."""
+    nodes = build(graph)
+    at = {id(node): i for i, node in enumerate(nodes)}
+    held = [i for i, node in enumerate(nodes) if isinstance(node, fw.Variable)]
+    before = {i: (nodes[i].value, nodes[i].value.copy()) for i in held}
+
+    def session_run(fetches, feed_dict=None):
+        one = not isinstance(fetches, (list, tuple))
+        fetched = [fetches] if one else list(fetches)
+        values = grader.stand_in("run", [at.get(id(node)) for node in fetched],
+                                 {i: nodes[i].value for i in held},
+                                 {at.get(id(node)): value
+                                  for node, value in (feed_dict or {}).items()})
+        return values[0] if one else values
+
+    with student.using(session_run=session_run):
+        estimates = listed(student.numerical_gradients(
+            nodes[loss], [nodes[i] for i in variables],
+            {nodes[i]: value for i, value in feed.items()}, h), "numerical_gradients")
+    return {"estimates": [_values(estimate) for estimate in estimates],
+            "Variables as they were": all(
+                np.array_equal(nodes[i].value, copy) and np.array_equal(value, copy)
+                for i, (value, copy) in before.items())}

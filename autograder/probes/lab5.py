@@ -96,6 +96,29 @@ def spmv_launch(student, grader, data, indices, indptr, x, blocks, threads):
 
 
 @probe
+def spmm_launch(student, grader, data, indices, indptr, x, grid, block):
+    """``Y`` after ``spmm_kernel[grid, block](data, indices, indptr, X, Y)``."""
+    y = _nans((indptr.size - 1, x.shape[1]), data.dtype)
+    _launch(student.spmm_kernel, "spmm_kernel", tuple(grid), tuple(block), data, indices, indptr,
+            x, y)
+    return y
+
+
+@probe
+def spmm_writers(student, grader, data, indices, indptr, x, grid, block):
+    """For each element of ``Y``, the ``cuda.grid(2)`` of the thread that stored it, from the
+    simulator's record of ``spmm_kernel[grid, block](data, indices, indptr, X, Y)``."""
+    from mini.kernels import traffic
+    y = _nans((indptr.size - 1, x.shape[1]), data.dtype)
+    kernel = _kernel(student.spmm_kernel, "spmm_kernel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        record = traffic.count(kernel, tuple(grid), tuple(block), data, indices, indptr, x, y,
+                               names=["data", "indices", "indptr", "X", "Y"])
+    return record.writers("Y")
+
+
+@probe
 def kernel_code(student, grader, fill_in, source=None, constants=None):
     """The kernel of ``fill_in`` as plain data, for the grader to compile: the notebook's kernel,
     or the one its factory makes for the function ``source`` (named ``fn`` in the description),
@@ -107,6 +130,13 @@ def kernel_code(student, grader, fill_in, source=None, constants=None):
             kernel = kernel(named["fn"])
         return ptx.describe(_kernel(kernel, fill_in if source is None else
                                     f"{fill_in}({source})"), named)
+
+
+@probe
+def traffic_counts(student, grader, shapes):
+    """The student's counts ``tiled_traffic(M, K, N, T)`` for each shape, as two arrays."""
+    counts = [student.tiled_traffic(*(int(side) for side in shape)) for shape in shapes]
+    return {name: np.array([float(count[name]) for count in counts]) for name in ("A", "B")}
 
 
 @probe

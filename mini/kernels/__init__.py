@@ -15,7 +15,11 @@ The pieces (lab 5 builds them in this order):
   ``mini.set_backend("cpu")`` or ``with mini.use_backend("cuda"): ...``;
 * ``mini.kernels.ptx``: what a CUDA kernel compiles to for a real GPU (NVIDIA's compiler from its
   wheels, no GPU needed), summarised: shared tiles, global and shared loads, barriers, float32
-  against float64.
+  against float64;
+* ``mini.kernels.traffic``: what a CUDA kernel moves from global memory, counted access by access
+  on the simulator: loads per array, the 128-byte transactions of each warp (coalesced or not),
+  and which thread stored each element;
+* ``mini.kernels.sparse``: CSR matrices, SpMV and SpMM (the embedding lookup as a product).
 
 Submodules load on first use (``mini.kernels.cuda.matmul(a, b)`` works after
 ``import mini.kernels``), so that importing mini.kernels neither loads numba nor decides anything

@@ -10,7 +10,8 @@ A100 (``sm_80``).  A few instructions tell most of the story of L05 slide 2:
   kernel's shared arrays (``cuda.shared.array``), with their size in bytes;
 * ``bar.sync``: a barrier, ``cuda.syncthreads()``;
 * ``fma.rn.f32``: a float32 multiply-add, ``acc += a * b``; an instruction on ``.f64`` works on
-  float64 (or converts to it), which most GPUs run at 1/32 to 1/64 of their float32 rate;
+  float64 (or converts to it), which consumer GPUs run at 1/32 to 1/64 of their float32 rate
+  and data-centre GPUs (A100, H100) at 1/2;
 * ``%nctaid.x``: the grid's size in blocks, which ``cuda.gridsize`` reads (a grid-stride loop).
 
 The compiler unrolls a loop whose length it knows (``for kk in range(TILE)``), so one pass of the

@@ -13,8 +13,10 @@ SpMV ``y = A x`` is then ``y[r] = sum_p data[p] x[indices[p]]`` over row r's str
 multiply-adds instead of rows * cols.  SpMM ``Y = A X`` does the same with whole rows of a dense
 ``X``.  On the CPU the loop runs row by row, compiled with ``@njit`` (rows are independent, so
 ``prange`` could split them over cores; serial code compiles in a third of the time, which a lab
-notebook that runs once pays on every run); on the GPU one thread owns one row (SpMV) or one element of Y (SpMM, x threads along Y's columns, so that a
-warp reads neighbouring elements of a row of X: coalesced).  Accumulators have the matrix's dtype.
+notebook that runs once pays on every run); on the GPU one thread owns one row (SpMV) or one
+element of Y (SpMM, x threads along Y's columns, so that a warp reads neighbouring elements of a
+row of X: coalesced).  An embedding lookup is an SpMM: the one-hot rows of a batch's ids times
+the table E.  Accumulators have the matrix's dtype.
 
 Importing this module loads no CUDA; the first CUDA call makes mini's GPU-or-simulator choice.
 """
@@ -116,7 +118,7 @@ def _spmv_cpu(data, indices, indptr, x, y, zero):
         y[r] = acc
 
 
-@answer("lab5", "spmv_kernel")
+@answer("lab5", "spmm_kernel")
 @njit
 def _spmm_cpu(data, indices, indptr, x, y):
     for r in range(y.shape[0]):         # y starts at zero; row r of y is row r's own
@@ -149,13 +151,19 @@ def spmm(a, x):
 _kernels = {}
 
 
-@answer("lab5", "spmv_kernel")
-def _cuda_kernels():
-    """The two kernels, defined on first use (after mini's GPU-or-simulator choice)."""
+def _load_cuda():
+    """numba.cuda, after mini's GPU-or-simulator choice, as this module's global ``cuda`` (the
+    simulator swaps a kernel's global ``cuda`` for its own while the kernel runs)."""
     global cuda
-    if not _kernels:
-        device.choose()
-        from numba import cuda
+    device.choose()
+    from numba import cuda
+
+
+@answer("lab5", "spmv_kernel")
+def _spmv_kernel():
+    """The SpMV kernel, defined on first use: thread g owns the rows g, g + G, ..."""
+    if "spmv" not in _kernels:
+        _load_cuda()
 
         @cuda.jit
         def spmv_kernel(data, indices, indptr, x, y, zero):
@@ -164,6 +172,16 @@ def _cuda_kernels():
                 for p in range(indptr[r], indptr[r + 1]):
                     acc += data[p] * x[indices[p]]
                 y[r] = acc
+
+        _kernels["spmv"] = spmv_kernel
+    return _kernels["spmv"]
+
+
+@answer("lab5", "spmm_kernel")
+def _spmm_kernel():
+    """The SpMM kernel, defined on first use: one thread per element of Y, x along its rows."""
+    if "spmm" not in _kernels:
+        _load_cuda()
 
         @cuda.jit
         def spmm_kernel(data, indices, indptr, x, y, zero):
@@ -176,8 +194,8 @@ def _cuda_kernels():
                         acc += data[p] * x[indices[p], j]
                     y[r, j] = acc
 
-        _kernels.update(spmv=spmv_kernel, spmm=spmm_kernel)
-    return _kernels
+        _kernels["spmm"] = spmm_kernel
+    return _kernels["spmm"]
 
 
 def _launch_shape(n, threads):
@@ -192,7 +210,7 @@ def spmv_cuda(a, x):
     x = _operand(a, x, 1, "spmv_cuda")
     y = np.empty(a.shape[0], a.data.dtype)
     if y.size:
-        _cuda_kernels()["spmv"][_launch_shape(y.size, 32)](
+        _spmv_kernel()[_launch_shape(y.size, 32)](
             a.data, a.indices, a.indptr, x, y, a.data.dtype.type(0))
     return y
 
@@ -203,6 +221,6 @@ def spmm_cuda(a, x):
     y = np.empty((a.shape[0], x.shape[1]), a.data.dtype)
     if y.size:
         (bx, tx), (by, ty) = _launch_shape(y.shape[1], 16), _launch_shape(y.shape[0], 4)
-        _cuda_kernels()["spmm"][(bx, by), (tx, ty)](
+        _spmm_kernel()[(bx, by), (tx, ty)](
             a.data, a.indices, a.indptr, x, y, a.data.dtype.type(0))
     return y

@@ -37,7 +37,7 @@ def written_answers(lab):
 def test_each_written_answer_has_a_rubric():
     for lab in LABS:
         answers = written_answers(lab)
-        assert len(answers) == 2, (lab, answers)
+        assert len(answers) >= 2, (lab, answers)
         for grade_id in answers:
             assert "Rubric" in rubric.rubrics(
                 ROOT / "solutions" / lab / f"{lab}.ipynb")[grade_id], grade_id
@@ -78,7 +78,7 @@ def test_the_grading_view_shows_each_written_answers_rubric(released):
     for grade_id, line in written_answers("lab3_autodiff").items():
         assert grade_id in view
         assert _words(line) in _words(html.unescape(view)), (grade_id, line)
-    assert view.count("Model answer and rubric") == 2
+    assert view.count("Model answer and rubric") == len(written_answers("lab3_autodiff"))
 
 
 def test_no_rubric_reaches_a_student(released):
@@ -112,4 +112,4 @@ def test_feedback_is_rendered_without_a_rubric():
     assert len(nb.cells) == cells
     view = {"assignment_id": lab, "notebook_id": lab, "submission_id": "x"}
     nb, _ = rubric.ShowRubrics().preprocess(nb, view)
-    assert len(nb.cells) == cells + 2
+    assert len(nb.cells) == cells + len(written_answers(lab))

@@ -28,14 +28,14 @@ def _cell(source, demo=True):
     (BREAKS_TOPOSORT, True, True),
     ("import matplotlib.pyplot as plt\nplt.plot([1, 2]);", True, True),
     (BREAKS_TOPOSORT, False, False),                       # not tagged: always runs
-    ("x1 = None", True, False),                            # the visible tests read `x1`
-    ("def f():\n    global x1\n    x1 = None\nf()", True, False),
-    ("for x1 in range(3):\n    pass", True, False),
+    ("qa = None", True, False),                            # the visible tests read `qa`
+    ("def f():\n    global qa\n    qa = None\nf()", True, False),
+    ("for qa in range(3):\n    pass", True, False),
     ("this does not parse (", True, False),                # it may bind anything: it runs
 ])
 def test_which_demo_cells_grading_skips(source, demo, skipped):
     read = notebooks.names_tests_read(LAB)
-    assert {"a", "b", "x1"} <= read
+    assert {"a", "b", "qa"} <= read
     assert notebooks.skips_demo(_cell(source, demo), read) is skipped
 
 

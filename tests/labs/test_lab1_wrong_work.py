@@ -8,8 +8,8 @@ fill-in at least three wrong versions; the third holds mostly mistakes the visib
 (logits clipped instead of shifted, X transposed in the cache, a ReLU on the input, one example's
 outer product, a hard-coded learning rate, ...). Two of the new mistakes once scored full marks:
 a softmax_loss_grad with its own softmax and one maximum for the whole batch (the third), an
-mlp_backward wrong for one layer only (the fourth). The pytest path grades all four notebooks, the nbgrader path the first and the
-third; the hidden checks are also run directly on two other mistakes that once scored full marks
+mlp_backward wrong for one layer only (the fourth). The pytest path grades all four notebooks,
+the nbgrader path the first and the third; the hidden checks are also run directly on two other mistakes that once scored full marks
 (one maximum for the whole batch in softmax_loss, weights updated in place), so that they are
 caught even where a visible test would not be.
 """
@@ -45,11 +45,6 @@ UPDATED_IN_PLACE = """
     return Ws, loss
 """
 
-# a step that calls mlp_forward on weights other than the ones it was given asks the checks'
-# stand-ins what they do not answer: every check of the step raises
-EVERY_STEP_CHECK = ["one step's loss and new weights", "the weights it was given left as they were",
-                    "training: the loss goes down step after step"]
-
 # fill-in -> (its solution blocks, None where the solution's stays; a phrase of the message; the
 # behaviours it gets wrong)
 WRONG_ONE = {
@@ -75,8 +70,7 @@ WRONG_ONE = {
     grads = mlp_backward(softmax_loss_grad(logits, y), Ws, cache)
     new_Ws = [W - lr * g for W, g in zip(Ws, grads)]
     return new_Ws, softmax_loss(mlp_forward(X, new_Ws)[0], y)      # the loss AFTER the step
-"""], "the loss there (BEFORE the step)",
-                 EVERY_STEP_CHECK),
+"""], "the loss it returns (measured before the step)", VISIBLE),
 }
 WRONG_TWO = {
     "softmax_loss_grad": (["""
@@ -178,7 +172,7 @@ WRONG_FOUR = {
     X, Z = cache["X"], cache["Z"]
     G_Z = (G_U @ W2.T) * (Z > 0)
     return X.T @ G_Z, Z.T @ G_U                                    # Z before the ReLU, not H
-"""], "grad_W2 should be H^T G_U", VISIBLE),
+"""], "grad_W2 should be [[3, -3], [0, 0]]", VISIBLE),
     "mlp_forward": (["""
     Zs, As, Z = [], [], X
     for i, W in enumerate(Ws):
@@ -232,10 +226,11 @@ def test_the_nbgrader_path_takes_the_same_points_with_the_same_messages(wrong, t
 
 
 def _namespace(wrong):
-    """The notebook's fill-in cells, with ``wrong``'s answers, run as a self-learner runs them."""
+    """The notebook's fill-in code cells (not its written answers), with ``wrong``'s answers, run
+    as a self-learner runs them."""
     namespace = {"__name__": "__main__", "np": np}
     for cell in _solution_with(wrong).cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
             exec(cell.source, namespace)
     return namespace
 

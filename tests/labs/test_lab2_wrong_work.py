@@ -232,7 +232,7 @@ RECURSIVE_EVALUATE = """
 WRONG_TWO = {
     "build_running_example": (TABLE_DATA_AS_INPUTS, "the running example's nodes",
                               ["the running example's nodes, values and edges"]),
-    "running_example_adjoints": (EXP_DERIVATIVE_ITS_INPUT, "the adjoint of x5 should be",
+    "running_example_adjoints": (EXP_DERIVATIVE_ITS_INPUT, "the adjoint of x5 disagrees",
                                  VISIBLE),
     "toposort": (RECURSION_LIMIT_RAISED, "raised RecursionError",
                  ["sorts a chain too long for recursion"]),

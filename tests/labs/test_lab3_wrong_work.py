@@ -17,12 +17,14 @@ that traces once per row, and a grad that traces fun at the first x only and reu
 every other x (WRONG_THREE's).
 """
 
+import nbformat
 import numpy as np
 import pytest
 
 from autograder import probes
 from autograder.checks import answer, case_for, checks_of, lab3
 from autograder.checks.lab3 import reverse
+from autograder.notebooks import source_notebook
 
 from support.wrong_work import (VISIBLE, loses_its_share_on_the_nbgrader_path,
                                 loses_its_share_on_the_pytest_path, namespace_through,
@@ -150,7 +152,7 @@ WRONG_THREE = {
                         "vjps[node.fun][argnum](node_g, node.value, *node.args)")],
                       "call each VJP with the node's keyword arguments too", VISIBLE),
     "make_vjp": ([("    return vjp, end.value", "    return vjp, end")],
-                 "make_vjp should return the plain value", VISIBLE),
+                 "make_vjp returned the output node itself as its value", VISIBLE),
     "grad": ([("    def gradfun(x):\n        vjp, _ = make_vjp(fun, x)\n        return vjp(1.0)",
                "    traced = []                 # make_vjp traces once: keep its vjp\n\n"
                "    def gradfun(x):\n"
@@ -270,3 +272,15 @@ def test_a_stand_in_answers_only_the_questions_of_its_own_case():
     elementwise = lab3.ELEMENTWISE_CHECKS[0]
     assert "refused" in _asked("elementwise_vjps", elementwise, "unbroadcast", np.ones((7, 5)),
                                (7, 1))
+
+
+def test_a_make_vjp_that_asks_for_a_traced_value_passes_every_check():
+    """make_vjp may tell the traced output from a plain one by Box or by Traced: both tests see the
+    stand-ins for Box (the visible test's and the hidden checks') as the student's Box."""
+    namespace = namespace_through(LAB, "make_vjp", [("isinstance(end, Box)",
+                                                     "isinstance(end, Traced)")])
+    test = next(cell.source for cell in nbformat.read(source_notebook(LAB), as_version=4).cells
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_make_vjp")
+    exec(test.split("### BEGIN HIDDEN TESTS")[0], namespace)
+    for check in checks_of(LAB)["make_vjp"]:
+        verdict(LAB, "make_vjp", check, namespace)

@@ -27,6 +27,8 @@ WRONG = {
     "session_run": ([("values[node] = feed_dict[node]",
                       "values[node] = node.value = feed_dict[node]")],
                     "left values on the nodes", VISIBLE),
+    "operation": ([("return np.logaddexp(0.0, z) - y * z", "return np.log(1 + np.exp(z)) - y * z")],
+                  "overflowed", VISIBLE),
     "gradients": ([("grads[parent] = share if parent not in grads else grads[parent] + share",
                     "grads[parent] = share")],
                   "the result['gradient with respect to x1'] is wrong",
@@ -34,6 +36,10 @@ WRONG = {
     "sgd_update": ([("variable.assign(variable.value - learning_rate * grad)",
                      "variable.value -= learning_rate * grad")],
                    "changed a's old array in place", VISIBLE),
+    "minimize": ([("isinstance(node, Variable)]", "isinstance(node, (Variable, Placeholder))]")],
+                 "the loss's Variables are a and b", VISIBLE),
+    "gradient_check": ([("        variable.assign(original)\n", "")],
+                       "should hold the values they held before", VISIBLE),
     "classifier": ([("return mini.sum(scores * weights, axis=1) / "
                       "mini.sum(mask[:, :, None], axis=1)", "return mini.mean(scores, axis=1)")],
                    "The average is over the REAL words", VISIBLE),
@@ -48,7 +54,10 @@ WRONG = {
               "placed on 'numpy' by hand and must stay there", VISIBLE),
 }
 
-# WRONG_TWO: a recursive walk; the VJPs called without the node's keyword arguments; the gradient
+# WRONG: the forward's e^z overflowing; a Placeholder trained as if it were a parameter; the
+# Variables left moved after the check.
+# WRONG_TWO: y's VJP with the wrong sign; no error for a loss without Variables; forward
+# differences; a recursive walk; the VJPs called without the node's keyword arguments; the gradient
 # values scaled in place (grad *= learning_rate); the padding's word vectors masked instead of its
 # scores (the biases still reach the average); the stateful rule forgotten in folding; a signature
 # without the device; placement by the node's name instead of its primitive's
@@ -63,6 +72,8 @@ WRONG_TWO = {
                       "            evaluate(fetch)\n"
                       "    results = [values[node] for node in nodes]")],
                     "raised RecursionError", ["a chain too long for recursion"]),
+    "operation": ([("lambda g, ans, z, y: -(g * z),", "lambda g, ans, z, y: g * z,")],
+                  "the VJP for y", VISIBLE),
     "gradients": ([("(g, node, *node.args, **node.kwargs)", "(g, node, *node.args)")],
                   "VJPs that depend on the keyword arguments",
                   ["the gradients of a graph, contributions added up",
@@ -72,6 +83,12 @@ WRONG_TWO = {
                      "            variable.assign(variable.value - grad)")],
                    "left the gradient values it was handed as they were",
                    ["new arrays: the ones read before are left as they were"]),
+    "minimize": ([("    if not trained:\n        raise ValueError(",
+                   "    if False:\n        raise ValueError(")],
+                 "should raise a ValueError naming the loss node", VISIBLE),
+    "gradient_check": ([("variable.assign(original - step)", "variable.assign(original)"),
+                        ("(above - below) / (2 * h)", "(above - below) / h")],
+                       "the worked example gives [6, -2]", VISIBLE),
     "classifier": ([("vectors = mini.take(params[\"embedding\"], ids, axis=0)",
                      "vectors = mini.take(params[\"embedding\"], ids, axis=0) * mask[:, :, None]"),
                     ("return mini.sum(scores * weights, axis=1)",
@@ -90,7 +107,9 @@ WRONG_TWO = {
               "the result['place(...) returns']", ["placement by rule"]),
 }
 
-# WRONG_THREE: a node computed again for every fetch that needs it; zeros shaped like the loss
+# WRONG_THREE: y's gradient not summed back to its shape; only the loss's own inputs trained;
+# every entry of a Variable moved at once; a node computed again for every fetch that needs it;
+# zeros shaped like the loss
 # for a variable it does not read; the update's lambdas bound late (every one steps the last
 # Variable); the training graph's logits built on the initial arrays instead of the Variables; a
 # recursive prune; optimize merging the original fetches instead of the folded ones; Operations
@@ -102,6 +121,8 @@ WRONG_THREE = {
                     "else mini.zeros_like(loss) for v in variables]")],
                   "the result['gradient with respect to unused']",
                   ["zeros for a Variable the loss does not read"]),
+    "operation": ([("            broadcasting=True)", "            broadcasting=False)")],
+                  "should be one number", VISIBLE),
     "sgd_update": ([("    def apply_step(*grad_values):\n"
                      "        for variable, grad in zip(variables, grad_values):\n"
                      "            variable.assign(variable.value - learning_rate * grad)\n",
@@ -111,6 +132,10 @@ WRONG_THREE = {
                      "        for step, grad in zip(steps, grad_values):\n"
                      "            step(grad)\n")],
                    "after one step with the worked example's gradients", VISIBLE),
+    "minimize": ([("for node in reachable(loss) if", "for node in loss.parents if")],
+                 "test_minimize failed: ValueError", VISIBLE),
+    "gradient_check": ([("step[index] = h", "step[...] = h")],
+                       "the worked example gives [6, -2]", VISIBLE),
     "classifier": ([("logits = classifier_logits(params, ids, mask)",
                      "logits = classifier_logits(initial_params, ids, mask)")],
                    "build_training_step(initial_params",
@@ -175,6 +200,16 @@ HIDDEN = [  # (fill-in, replacements, the name of a check of it, a pattern of it
      r"\['gradient with respect to \w+'\] is wrong"),
     ("sgd_update", WRONG["sgd_update"][0], "sgd_not_in_place_check",
      r"\[\"step 1 left the Variables' old arrays as they were\"\] should be True"),
+    ("operation", WRONG["operation"][0], "operation_large_logits_check",
+     r"\['forward'\] is wrong"),
+    ("sgd_update", [("    update.stateful = True\n", "")], "sgd_stateful_check",
+     r"\[\"the update's primitive is marked stateful\"\] should be True"),
+    ("minimize", WRONG_THREE["minimize"][0], "minimize_shared_check",
+     r"\['the variables handed to gradients'\]"),
+    ("gradient_check", WRONG["gradient_check"][0], "numerical_restores_check",
+     r"\['Variables as they were'\] should be True"),
+    ("gradient_check", WRONG_TWO["gradient_check"][0], "numerical_regression_check",
+     r"\['estimates'\]\[0\] is wrong"),
     ("classifier", [("mini.log_softmax(logits, axis=-1)",
                      "mini.log(mini.softmax(logits, axis=-1))")],
      "classifier_loss_check", r"\['loss and its gradient, batch \d'\]\[0\] is wrong: "

@@ -8,14 +8,17 @@ numpy or one thread does the work, or threads are laid out against coalescing, a
 out right all the same; what gives each away is which thread computed what, or what the kernel
 compiles to. SLIPS, as students slip: a loop that strides by the block instead of the grid, a
 block's slots folded by one thread, a float64 accumulator in a float32 product, an accumulator not
-reset per row, an indptr that forgets the empty rows at the end. MORE_SLIPS: a contiguous stretch
-of elements per thread (right values, not coalesced), loops over rows (of zip, of spmv) that stride
-by the block's size, a float64 shared array in the tree, only the positive entries taken as
-nonzeros, a repeated word's gradient overwritten instead of added. SHORTCUTS: float64 casts inside
-a float32 kernel, a product without tiles, the dense gradient of an embedding (too large for a huge
-vocabulary). NARROW, code that works on the visible tests' inputs only: CSR arrays built from
-lists (float64 when a matrix has no nonzeros), an embedding gradient for (B, T) ids alone. CHEATS
-and MORE_SLIPS are graded on the nbgrader path too.
+reset per row, an indptr that forgets the empty rows at the end, an SpMM with x along rows, the
+loads of A and B swapped. MORE_SLIPS: a contiguous stretch of elements per thread (right values,
+not coalesced), loops over rows (of zip, of spmv) that stride by the block's size, a float64
+shared array in the tree, only the positive entries taken as nonzeros, a repeated word's gradient
+overwritten instead of added, a float64 SpMM accumulator, the zeros staged past the edges counted
+as loads. SHORTCUTS: float64 casts inside a float32 kernel, a product without tiles, the dense
+gradient of an embedding (too large for a huge vocabulary), the naive kernel's traffic for the
+tiled one. NARROW, code that works on the visible tests' inputs only: CSR arrays built from
+lists (float64 when a matrix has no nonzeros), an embedding gradient for (B, T) ids alone, the
+naive traffic divided by the tile (right only without edge tiles). CHEATS and MORE_SLIPS are
+graded on the nbgrader path too.
 """
 import nbformat
 import pytest
@@ -80,6 +83,17 @@ CHEATS = {
         y[r] = acc
 ''', "the result['float64 instructions'] should be 'none', got str",
         ["compiled: float32 throughout"]),
+    "spmm_kernel": ('''
+    if cuda.grid(2)[0] == 0 and cuda.grid(2)[1] == 0:   # one thread does all the work
+        for r in range(Y.shape[0]):
+            for j in range(Y.shape[1]):
+                acc = data.dtype.type(0)
+                for p in range(indptr[r], indptr[r + 1]):
+                    acc += data[p] * X[indices[p], j]
+                Y[r, j] = acc
+''', "the (x, y) = cuda.grid(2) of the thread that stored it",
+        ["each element stored by the thread whose cuda.grid(2) reaches it",
+         "compiled: strides of the grid's size"]),
 }
 
 SLIPS = {
@@ -136,14 +150,27 @@ SLIPS = {
         for p in range(indptr[r], indptr[r + 1]):
             acc += data[p] * x[indices[p]]
         y[r] = acc
-''', "expected",
-        VISIBLE),
+''', "not A @ x", VISIBLE),
     "to_csr": ('''
     rows, cols = np.nonzero(dense)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows))])    # empty rows at the end lost
     return dense[rows, cols], cols, indptr
 ''', "the visible tests of test_to_csr failed",
         VISIBLE),
+    "spmm_kernel": ('''
+    first_row, first_col = cuda.grid(2)                 # x along rows: not coalesced
+    n_rows, n_cols = cuda.gridsize(2)
+    for r in range(first_row, Y.shape[0], n_rows):
+        for j in range(first_col, Y.shape[1], n_cols):
+            acc = data.dtype.type(0)
+            for p in range(indptr[r], indptr[r + 1]):
+                acc += data[p] * X[indices[p], j]
+            Y[r, j] = acc
+''', "the (x, y) = cuda.grid(2) of the thread that stored it",
+        ["each element stored by the thread whose cuda.grid(2) reaches it"]),
+    "tiled_traffic": ('''
+    return {"A": math.ceil(M / T) * K * N, "B": math.ceil(N / T) * M * K}   # A and B swapped
+''', "the 'A' and 'B' counts", ["edge tiles: nothing loaded past the edges"]),
 }
 
 MORE_SLIPS = {
@@ -211,6 +238,21 @@ MORE_SLIPS = {
     values[position] += grad_out.reshape(-1, grad_out.shape[-1])    # a repeat overwrites
     return rows, values
 ''', "word 2 occurs twice, so its row gets the SUM", VISIBLE),
+    "spmm_kernel": ('''
+    first_col, first_row = cuda.grid(2)
+    n_cols, n_rows = cuda.gridsize(2)
+    for r in range(first_row, Y.shape[0], n_rows):
+        for j in range(first_col, Y.shape[1], n_cols):
+            acc = 0.0                                   # a Python float: float64
+            for p in range(indptr[r], indptr[r + 1]):
+                acc += data[p] * X[indices[p], j]
+            Y[r, j] = acc
+''', "the result['float64 instructions'] should be 'none', got str",
+        ["compiled: float32 throughout"]),
+    "tiled_traffic": ('''
+    steps, blocks = math.ceil(K / T), math.ceil(M / T) * math.ceil(N / T)
+    return {"A": blocks * steps * T * T, "B": blocks * steps * T * T}   # the staged zeros too
+''', "the 'A' and 'B' counts", ["edge tiles: nothing loaded past the edges"]),
 }
 
 SHORTCUTS = {
@@ -240,6 +282,10 @@ SHORTCUTS = {
     rows = np.unique(ids)
     return rows, dense[rows]
 ''', "vocab_size=1000000000000", ["a vocabulary too large for a dense gradient"]),
+    "tiled_traffic": ('''
+    return {"A": M * N * K, "B": M * N * K}             # the naive kernel's count
+''', "the 'A' and 'B' counts",
+        ["sides that are multiples of the tile", "edge tiles: nothing loaded past the edges"]),
 }
 
 NARROW = {
@@ -263,6 +309,9 @@ NARROW = {
             values[np.searchsorted(rows, ids[b, t])] += grad_out[b, t]
     return rows, values
 ''', "(words repeat, ids of 3 dimensions)", ["a batch in which words repeat"]),
+    "tiled_traffic": ('''
+    return {"A": M * N * K // T, "B": M * N * K // T}   # the naive count over T: no edges
+''', "the 'A' and 'B' counts", ["edge tiles: nothing loaded past the edges"]),
 }
 
 

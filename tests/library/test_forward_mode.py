@@ -91,6 +91,8 @@ EXAMPLES = {   # primitive: [(args, kwargs), ...] covering the forms each accept
     nn.softmax_cross_entropy_grad: [((1.7, X23, LABELS), {}),
                                     ((-0.3, X234, np.array([[0, 3, 1], [2, 2, 0]])), {})],
     nn.one_hot_like: [((LABELS, X23), {})],
+    nn.sigmoid_cross_entropy: [((X23, R.uniform(0, 1, (2, 3))), {}), ((X23, R.uniform(0, 1, 3)), {}),
+                               ((2.5, 0.25), {})],
 }
 
 

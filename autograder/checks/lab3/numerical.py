@@ -11,9 +11,9 @@ from autograder.probes.lab3 import program_function
 # numerical_grad, against mini.grad (analytic) and mini.numerical_grad (the formula itself)
 # ---------------------------------------------------------------------------------------------
 
-NUMERICAL_HINT = ("for each entry i: shift a float64 copy of x by +h and by -h in entry i only, "
-                  "and set gradient[i] = (f(x + h e_i) - f(x - h e_i)) / (2h) (L05 slide 30). The "
-                  "result has x's shape.")
+NUMERICAL_HINT = ("entry i of the result is slide 30's central difference along entry i alone, "
+                  "with the other entries of x as they were, computed in float64; the result has "
+                  "x's shape.")
 
 
 def _numerical_case(what, steps, x, expected, hint=NUMERICAL_HINT, h=None, report_x=False):
@@ -57,9 +57,8 @@ def check_numerical_matrix(rng):
     return _numerical_case(f"numerical_grad(f, X) for f(X) = sum(log(1 + X^2) * C) + "
                            f"sum(exp(0.3 X) * D), X of shape {shape}, and X after the call",
                            steps, X, _analytic(steps, X), report_x=True,
-                           hint=NUMERICAL_HINT + " Work on a copy: x must be unchanged afterwards "
-                           "(np.asarray returns x itself when it is already float64; "
-                           "np.array(x, dtype=np.float64) copies).")
+                           hint=NUMERICAL_HINT + " The caller's x must be unchanged afterwards "
+                           "(np.asarray returns x itself when it is already float64).")
 
 
 def check_numerical_scalar(rng):
@@ -71,8 +70,8 @@ def check_numerical_scalar(rng):
     x = float(rng.uniform(-2, 2))
     return _numerical_case(f"numerical_grad(f, x) for f(x) = exp({a:.3g} x) tanh(x) + {b:.3g} x^2 "
                            f"at the Python float x = {x:.4g}", steps, x, _analytic(steps, x),
-                           hint=NUMERICAL_HINT + " A Python float is an array of shape (): "
-                           "np.array(x, dtype=np.float64) and np.ndindex(()) handle it.")
+                           hint=NUMERICAL_HINT + " A Python float is x of shape (), with one "
+                           "entry: the result is then an array of shape ().")
 
 
 def check_numerical_float32(rng):
@@ -85,8 +84,7 @@ def check_numerical_float32(rng):
                            f"array of shape ({n},)", steps, x32, _analytic(steps, x32),
                            hint="compute in float64 whatever dtype x has (L05 slide 30): in "
                            "float32, x + 1e-6 is x rounded to about 7 digits, so the difference "
-                           "quotient is mostly rounding error. Start from "
-                           "np.array(x, dtype=np.float64).")
+                           "quotient is mostly rounding error.")
 
 
 def _cubic(rng, n):

@@ -104,13 +104,14 @@ def _add_outgrads_answered(nodes, grads):
 
 
 def check_running_example(rng):
-    x1, x2 = (float(v) for v in rng.uniform(-1.0, 1.0, size=2))
-    program = ([("x1", x1), ("x2", x2)],
-               [("x3", "multiply", ["x1"], {0: 1.5}, {}), ("x4", "multiply", ["x2"], {0: 2.0}, {}),
+    inputs = list(zip(("x1", "x2", "w1", "w2"), (float(v) for v in rng.uniform(-1.0, 1.0, size=4))))
+    program = (inputs,
+               [("x3", "multiply", ["w1", "x1"], {}, {}), ("x4", "multiply", ["w2", "x2"], {}, {}),
                 ("x5", "add", ["x3", "x4"], {}, {}), ("x6", "exp", ["x5"], {}, {}),
                 ("x7", "add", ["x1", "x6"], {}, {})])
-    return _backward_case(rng, program, f"backward_pass(g, x7) on the running example f = x1 + "
-                                        f"exp(1.5 x1 + 2.0 x2) at x1 = {x1:.4g}, x2 = {x2:.4g}")
+    return _backward_case(rng, program, "backward_pass(g, x7) on the running example f = x1 + "
+                                        "exp(w1 x1 + w2 x2) at " + ", ".join(
+                                            f"{name} = {value:.4g}" for name, value in inputs))
 
 
 MOVES = {"unary": 1, "binary": 2, "matmul": 1, "reduce": 1, "log1p_square": 1, "transpose": 1}
@@ -231,7 +232,8 @@ def check_make_vjp_running_example(rng):
     x1, x2 = (float(v) for v in rng.uniform(-1.0, 1.0, size=2))
     g = float(rng.standard_normal())
     return _make_vjp_case(
-        f"make_vjp(f, x1) for f(x1) = x1 + exp(1.5 x1 + 2.0 x2) at x1 = {x1:.4g} (x2 = {x2:.4g}), "
+        f"make_vjp(f, x1) for f(x1) = x1 + exp(w1 x1 + w2 x2) at x1 = {x1:.4g} (x2 = {x2:.4g}, "
+        "w1 = 1.5, w2 = 2.0), "
         f"then vjp(g1) with g1 = {g:.4g}", _running_example_steps(x2), x1, [g])
 
 
@@ -281,8 +283,8 @@ def _grad_case(what, steps, x):
 
 def check_grad_running_example(rng):
     x1, x2 = (float(v) for v in rng.uniform(-1.0, 1.0, size=2))
-    return _grad_case(f"grad(f)(x1) for f(x1) = x1 + exp(1.5 x1 + 2.0 x2) at x1 = {x1:.4g} "
-                      f"(x2 = {x2:.4g})", _running_example_steps(x2), x1)
+    return _grad_case(f"grad(f)(x1) for f(x1) = x1 + exp(w1 x1 + w2 x2) at x1 = {x1:.4g} "
+                      f"(x2 = {x2:.4g}, w1 = 1.5, w2 = 2.0)", _running_example_steps(x2), x1)
 
 
 def check_grad_vector(rng):

@@ -86,12 +86,12 @@ def _tracer_case(what, inputs, steps):
 
 
 def check_tracer_running_example(rng):
-    x1, x2 = (float(v) for v in rng.uniform(-1.0, 1.0, size=2))
-    steps = [("x3", "*", ["x1"], {0: 1.5}, {}), ("x4", "*", ["x2"], {0: 2.0}, {}),
+    inputs = list(zip(("x1", "x2", "w1", "w2"), (float(v) for v in rng.uniform(-1.0, 1.0, size=4))))
+    steps = [("x3", "*", ["w1", "x1"], {}, {}), ("x4", "*", ["w2", "x2"], {}, {}),
              ("x5", "+", ["x3", "x4"], {}, {}), ("x6", "exp", ["x5"], {}, {}),
              ("x7", "+", ["x1", "x6"], {}, {})]
-    return _tracer_case(f"your Box tracing f = x1 + exp(1.5 * x1 + 2.0 * x2) at x1 = {x1:.4g}, "
-                        f"x2 = {x2:.4g}", [("x1", x1), ("x2", x2)], steps)
+    return _tracer_case("your Box tracing f = x1 + exp(w1 * x1 + w2 * x2) at " + ", ".join(
+        f"{name} = {value:.4g}" for name, value in inputs), inputs, steps)
 
 
 def check_tracer_operators(rng):

@@ -15,9 +15,10 @@ from mini.table import sum_to_shape
 # unbroadcast, against mini's sum_to_shape, on every way a shape can be broadcast
 # ---------------------------------------------------------------------------------------------
 
-UNBROADCAST_HINT = ("numpy aligns shapes at the right: sum g over the leading axes `shape` does "
-                    "not have, then, keeping the axis, over each axis where `shape` has length 1 "
-                    "and g does not. The result must have exactly `shape`.")
+UNBROADCAST_HINT = ("the result must have exactly `shape`, and each of its entries must collect "
+                    "every entry of g it was copied to. Line `shape` up with g's shape at the "
+                    "right, as numpy does, and check each axis that broadcasting made or "
+                    "stretched, on the smallest failing call above.")
 
 
 def check_unbroadcast(rng):
@@ -216,9 +217,9 @@ def check_log_softmax_vjp(rng):
                                     ((2, 3, 4), 1), ((2, 3, 4), -3)]]
     variants.append(((rng.standard_normal((3, 4)),), {}))
     return _table_case(rng, "log_softmax", 0, variants,
-                       "each output entry of a slice depends on every entry of that slice; J^T g "
-                       "needs the softmax (exp(ans)) and the sum of g along axis, kept as an axis "
-                       "of length 1 so that it broadcasts along the right axis.")
+                       "each output entry of a slice depends on every entry of that slice: check "
+                       "your J^T g for one slice by hand on x = (0, 0), then mind the axis (a "
+                       "negative one, a middle one, the default) and what you reduce over it.")
 
 
 def _each_vjp(checks):

@@ -196,7 +196,7 @@ def classifier_training_step_check(rng):
 
     facts = {"minimize called once, with the loss node and the learning rate": True,
              "train_op is what minimize returned": True,
-             "initial_params left as they were": True, "each Variable holds its own copy": True}
+             "initial_params left as they were": True, "each parameter is a Variable": True}
 
     def expected():
         nodes = classifier_inputs(fw.Graph(), params)

@@ -22,11 +22,12 @@ from autograder.checks.programs import listing
 from mini import framework as fw
 from mini import nn
 
-GRADIENTS_HINT = ("Build nodes, compute nothing: seed {loss: mini.ones_like(loss)}, visit "
-                  "reversed(toposort(loss)), and for each parent of a node add "
-                  "mini.vjp_of(node.fun, argnum)(g, node, *node.args, **node.kwargs) to what that "
-                  "parent already has (+ on nodes builds an add node). A variable with no "
-                  "contribution gets mini.zeros_like(variable).")
+GRADIENTS_HINT = ("Build nodes, compute nothing: start from a node that stands for d loss / d loss "
+                  "= 1, shaped like the loss; reach each node only once its gradient is complete "
+                  "(every node that reads it has sent back its share); call the VJPs of mini's "
+                  "table on nodes (an Operation stands for its own output, and its arguments and "
+                  "keyword arguments are the node's own); add up the contributions that reach a "
+                  "node. A variable no contribution reaches gets zeros shaped like it, as a node.")
 
 
 def _gradients_case(what, entries, loss, wrt, feed, hint=GRADIENTS_HINT):
@@ -101,9 +102,8 @@ def gradients_keyword_arguments_check(rng):
         f"axis=1), c = mean(log_softmax(X * w, axis=0), axis=-1, keepdims=True), X of shape "
         f"({m}, {k}) fed: VJPs that depend on the keyword arguments", entries, at["loss"],
         [at["w"], at["X"]], {at["X"]: rng.standard_normal((m, k))},
-        hint="a VJP needs the node's keyword arguments (the axis a sum reduced, whether it kept "
-             "it): call mini.vjp_of(node.fun, argnum)(g, node, *node.args, **node.kwargs). "
-             + GRADIENTS_HINT)
+        hint="a VJP needs the node's keyword arguments too (the axis a sum reduced, whether it "
+             "kept it), exactly as the forward got them. " + GRADIENTS_HINT)
 
 
 def gradients_unreached_check(rng):
@@ -118,7 +118,7 @@ def gradients_unreached_check(rng):
         f"and a Variable 'unused' of shape {shape} that the loss does not read", entries,
         at["loss"], [at["unused"], at["w"]], {at["x"]: rng.standard_normal(size)},
         hint="a variable that no contribution reaches gets zeros shaped like it, as a node "
-             "(mini.zeros_like(variable)). " + GRADIENTS_HINT)
+             "(its shape may be known only when the graph runs). " + GRADIENTS_HINT)
 
 
 def classifier_inputs(graph, params):
@@ -155,21 +155,21 @@ def gradients_classifier_check(rng):
 # sgd_update: its forward fed gradient values computed here
 # ---------------------------------------------------------------------------------------------
 
-SGD_HINT = ("Return ONE node: write a Python function of the gradient values that does "
-            "variable.assign(variable.value - learning_rate * grad) for each pair, make it a "
-            "primitive with mini.primitive, and call that primitive on the gradient nodes. "
-            "Calling it on nodes builds an Operation; the Session computes the gradient nodes "
-            "first (they are its inputs) and then calls your function with their values, on "
-            "every run.")
+SGD_HINT = ("Return ONE node: calling a primitive of your own on the gradient nodes builds it. A "
+            "Session computes the gradient nodes first (they are its inputs) and hands their "
+            "values to your primitive's function on every run; that function gives each Variable "
+            "its new value.")
 
 
-def _sgd_case(what, n, variables, lr, feeds, hint=SGD_HINT, gradients_read=False):
+def _sgd_case(what, n, variables, lr, feeds, hint=SGD_HINT, gradients_read=False,
+              stateful=False):
     """Case: ``len(feeds)`` steps of the update ``sgd_update(variables, gradients(loss,
     variables), lr)`` (``n``: the graph's nodes by name, with "loss"; ``feeds``: per step,
     {Placeholder name: value}), against mini's GradientDescentOptimizer run by mini's Session.
     The gradient nodes are mini's; each step's gradient values are computed here. With
     ``gradients_read``, the gradient values the update was handed must be left as they were too
-    (a Session hands them on to every node that reads them, and to the caller)."""
+    (a Session hands them on to every node that reads them, and to the caller); with
+    ``stateful``, the update's primitive must be marked stateful."""
     grads = fw.gradients(n["loss"], [n[name] for name in variables])
     named = {**n, **{f"gradient_{name}": g for name, g in zip(variables, grads)}}
     entries, at = description_of([n["loss"], *grads], named)
@@ -193,22 +193,25 @@ def _sgd_case(what, n, variables, lr, feeds, hint=SGD_HINT, gradients_read=False
             run(graph, update, {nodes[at[name]]: value for name, value in feed.items()})
             steps.append({"Variables": [nodes[i].value for i in held], "old arrays kept": True,
                           "gradient values kept": True})
-        return _report(names, {"building changed no Variable": True, "steps": steps},
-                       gradients_read)
+        return _report(names, {"building changed no Variable": True, "steps": steps,
+                               "stateful": True}, gradients_read, stateful)
 
     return Case(what=what, probe="sgd_steps",
                 inputs={"graph": entries, "variables": [at[name] for name in variables],
                         "grads": at_grad, "learning_rate": lr, "steps": len(feeds)},
                 expected=expected,
-                interpret=lambda observed: _report(names, observed, gradients_read),
+                interpret=lambda observed: _report(names, observed, gradients_read, stateful),
                 stand_ins={"gradients": gradient_values}, rtol=1e-9, atol=1e-12, hint=hint)
 
 
-def _report(names, observed, gradients_read=False):
+def _report(names, observed, gradients_read=False, stateful=False):
     """What the steps did, in words: ``observed`` as the student half reports it (and whether
-    each step left the gradient values it was handed as they were, with ``gradients_read``)."""
+    each step left the gradient values it was handed as they were, with ``gradients_read``;
+    whether the update's primitive is marked stateful, with ``stateful``)."""
     report = {"building the update node left every Variable as it was":
               observed["building changed no Variable"]}
+    if stateful:
+        report["the update's primitive is marked stateful"] = observed["stateful"]
     for step, after in enumerate(observed["steps"], start=1):
         report.update({f"{name} after step {step}": value
                        for name, value in zip(names, after["Variables"], strict=True)})
@@ -271,8 +274,8 @@ def sgd_not_in_place_check(rng):
                      f"loss = mean((X @ w + b - t)^2), w of shape ({shape[1]},): the arrays w and "
                      "b held before a run, and the gradient values handed to it, must be left as "
                      "they were", n, ["w", "b"], lr, feeds[:2],
-                     hint="give each Variable a NEW array with variable.assign(variable.value - "
-                          "learning_rate * grad); `variable.value -= ...` changes the old array in "
+                     hint="give each Variable a NEW array (variable.assign); `variable.value -= "
+                          "...` changes the old array in "
                           "place, and with it every value already computed from it in this run "
                           "(a fetched w, say); `grad *= learning_rate` changes the gradient "
                           "value the Session computed, which it also hands to every other reader "
@@ -294,6 +297,16 @@ def sgd_training_check(rng):
                      sorted(params), 0.5, feeds)
 
 
+def sgd_stateful_check(rng):
+    n, feeds, shape = _regression(rng)
+    return _sgd_case("update = sgd_update([w, b], gradients(loss, [w, b]), 0.1) for loss = "
+                     "mean((X @ w + b - t)^2): a node with a side effect, which the optimisation "
+                     "passes of section 8 must neither compute early nor merge", n, ["w", "b"],
+                     0.1, feeds[:1], stateful=True,
+                     hint="mark the primitive of the update node as stateful (stateful = True on "
+                          "the primitive) before you call it on the gradient nodes")
+
+
 CHECKS = {
     "gradients": {
         "the gradients of a graph, contributions added up": (
@@ -305,5 +318,6 @@ CHECKS = {
         "each Variable moved by -lr times its gradient, run after run": (
             1, [sgd_one_step_check, sgd_several_runs_check, sgd_training_check]),
         "only the listed Variables change": (1, [sgd_only_listed_check]),
-        "new arrays: the ones read before are left as they were": (1, [sgd_not_in_place_check])},
+        "new arrays: the ones read before are left as they were": (1, [sgd_not_in_place_check]),
+        "the update is marked stateful": (1, [sgd_stateful_check])},
 }

@@ -2,10 +2,10 @@
 building again what the student half describes, and running graphs with mini's Session.
 
 Everything here is a function of its arguments and builds in a Graph of its own, without
-``Graph.as_default`` or ``device(...)`` (they swap the process's default graph and device, and
-the pytest path grades submissions in threads): inputs are made by
-:func:`autograder.probes.lab4.input_node`, operations by calling mini's primitives on nodes (an
-operation joins its parents' graph).  Nothing here ever runs an Operation with a device, so no
+``Graph.as_default`` or ``device(...)`` (they swap the process's default graph and device, and the
+pytest path grades submissions in threads): inputs are made by
+:func:`autograder.probes.lab4_graphs.input_node`, operations by calling mini's primitives on nodes
+(an operation joins its parents' graph).  Nothing here ever runs an Operation with a device, so no
 backend is swapped either.
 """
 import collections
@@ -16,7 +16,7 @@ import numpy as np
 import mini
 from autograder.checks.programs import random_program as drawn_program
 from autograder.checks.programs import run_steps
-from autograder.probes.lab4 import build, describe_nodes, input_node
+from autograder.probes.lab4_graphs import build, describe_nodes, input_node
 from mini import framework as fw
 
 # ---------------------------------------------------------------------------------------------

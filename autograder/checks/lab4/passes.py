@@ -20,7 +20,8 @@ from autograder.checks.lab4.graphs import (CaseGraph, ancestors, asked_fold, ask
                                            random_constant_program, random_program, student_graph,
                                            values_or_problem)
 from autograder.checks.programs import listing
-from autograder.probes.lab4 import NOT_MINIS, signature_pairs, stateful_counter
+from autograder.probes.lab4 import signature_pairs, stateful_counter
+from autograder.probes.lab4_graphs import NOT_MINIS
 from mini import framework as fw
 
 PASS_HINT = ("Walk prune(fetches) in order with a dict {node: stand-in}; a node's stand-in is "
