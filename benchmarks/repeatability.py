@@ -4,8 +4,10 @@
                                        [--labs all] [--workers 2]
 
 The submissions are every sample kind of each lab (``autograder.demo.samples``: full, untouched, bug,
-no_test) and the wrong notebooks of ``tests/labs/test_lab*_wrong_work.py`` (one mistake in each
-of several fill-ins).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
+no_test), the wrong notebooks of ``tests/labs/test_lab*_wrong_work.py`` (one mistake in each
+of several fill-ins), and the solution with each fill-in broken alone (its answer replaced by the
+release's stub, as ``tests/labs/test_labs_grading.py`` makes it, which checks on the pytest path
+that it loses exactly its own points; here the nbgrader path must give the same score).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
 them ``--repeats`` times and the nbgrader path (``autograde --workers N`` with
 ``AUTOGRADER_SEED=S``) ``--nbgrader-repeats`` times, for the first ``--nbgrader-seeds`` seeds.
 Prints, per seed, how many different scores each submission got (1 is repeatable) and whether
@@ -31,6 +33,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "labs"), str(REPO / "tests")]
 
 from autograder.nbgrader_path import course
 from autograder.demo import samples  # noqa: E402
+import test_labs_grading as labs_grading  # noqa: E402
 
 KINDS = ("full", "untouched", "bug", "no_test")
 WRONG = {   # lab -> (its wrong-work test module, the function that makes a notebook, the mistakes)
@@ -97,6 +100,12 @@ def write_submissions(labs, release, inbox):
             path.parent.mkdir(parents=True)
             nbformat.write(getattr(module, make)(getattr(module, mistake)), path)
             names[student] = (lab, mistake)
+        for fill_in in labs_grading._fill_ins(lab):
+            student = f"no-{fill_in.replace('_', '-')}-{lab[3]}"
+            path = inbox / student / f"{lab}.ipynb"
+            path.parent.mkdir(parents=True)
+            nbformat.write(labs_grading._solution_with(lab, broken=fill_in), path)
+            names[student] = (lab, f"no {fill_in}")
     return names
 
 
@@ -153,7 +162,7 @@ def report(graded, names, nbgrader_seeds):
     print(f"\nseed {first}, pytest path: each submission's score and the cells that lost points")
     for student, (lab, what) in sorted(names.items(), key=lambda item: item[1]):
         score, lost = scores.get(student, (None, []))
-        print(f"  {lab:15} {what:10} {score!s:>6}  {', '.join(lost) or '-'}")
+        print(f"  {lab:15} {what:34} {score!s:>6}  {', '.join(lost) or '-'}")
     print("repeatable on both paths" if not problems else f"{problems} differences: NOT repeatable")
     return 1 if problems else 0
 
