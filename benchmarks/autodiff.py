@@ -61,15 +61,18 @@ V, D, B, T, H, C = 1000, 64, 32, 20, 64, 2
 TARGET_AUTOGRAD, TARGET_PYTORCH, TARGET_BY_HAND = 0.5, 1.0, 1.25
 
 
-def classifier_batch(seed=0):
-    """Parameters as mini.nn initialises them and one batch of ids, mask and labels."""
+def classifier_batch(seed=0, shapes=(V, D, H, C, B, T), shortest=5):
+    """The model, parameters as mini.nn initialises them, and one batch of ids, mask and labels:
+    ``shapes`` are the vocabulary, D, H, C, the batch and its tokens, each sentence at least
+    ``shortest`` tokens long (tests/library/test_speed_floor.py draws other shapes)."""
+    vocab, dim, hidden, classes, batch, tokens = shapes
     rng = np.random.default_rng(seed)
-    model = nn.SentimentClassifier(V, D, H, C)
+    model = nn.SentimentClassifier(vocab, dim, hidden, classes)
     params = model.init(rng)
-    lengths = rng.integers(5, T + 1, B)
-    mask = (np.arange(T) < lengths[:, None]).astype(np.float64)
-    ids = np.where(mask > 0, rng.integers(2, V, (B, T)), 0)
-    return model, params, ids, mask, rng.integers(0, C, B)
+    lengths = rng.integers(shortest, tokens + 1, batch)
+    mask = (np.arange(tokens) < lengths[:, None]).astype(np.float64)
+    ids = np.where(mask > 0, rng.integers(2, vocab, (batch, tokens)), 0)
+    return model, params, ids, mask, rng.integers(0, classes, batch)
 
 
 @primitive

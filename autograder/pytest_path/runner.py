@@ -138,9 +138,10 @@ def grade_submission(notebook_path, lab, student, seed, limits=None):
         tests = [_verdict(grade_id, points, drawn, outcomes, visible_failures, seed)
                  for grade_id, points in tested]
     notes.append(sandbox.isolation_note())
-    if hand_graded_points(lab):
-        notes.append(f"The written answers ({hand_graded_points(lab):g} points) are graded by hand: "
-                     f"this score, out of {sum(points for _, points in tested):g}, leaves them out.")
+    by_hand = hand_graded_points(lab)
+    if by_hand:
+        notes.append(f"The written answers ({by_hand:g} points) are graded by hand: this score, "
+                     f"out of {sum(points for _, points in tested):g}, leaves them out.")
     return SubmissionResult(student, lab, seed, tests, notes)
 
 

@@ -67,26 +67,23 @@ class Traffic:
     def transactions(self, name=None, kind="load"):
         """The 128-byte segments the warps touch with the accesses of ``kind`` to ``name``: per
         warp and per n-th access of its threads (one instruction), the distinct segments."""
-        nth, segments = collections.Counter(), collections.defaultdict(set)
-        for a in self.accesses:
-            if a.kind != kind or name not in (None, a.name):
-                continue
-            warp = (a.block, self._linear(a.thread) // WARP)
-            nth[warp, a.thread, a.name] += 1
-            segments[warp, a.name, nth[warp, a.thread, a.name]].add(
-                a.offset * self.itemsize[a.name] // SEGMENT)
-        return sum(len(touched) for touched in segments.values())
+        return sum(len({a.offset * self.itemsize[a.name] // SEGMENT for a in accesses})
+                   for accesses in self._instructions(name, kind).values())
 
     def instructions(self, name=None, kind="load"):
         """The warp instructions behind :meth:`transactions` (one per warp and n-th access)."""
-        nth = collections.Counter()
+        return len(self._instructions(name, kind))
+
+    def _instructions(self, name, kind):
+        """``{(warp, array, n): its accesses}``: the n-th access of ``kind`` to an array by each
+        thread of a warp, which run in step, is one instruction of the warp."""
+        nth, grouped = collections.Counter(), collections.defaultdict(list)
         for a in self.accesses:
             if a.kind == kind and name in (None, a.name):
-                nth[(a.block, self._linear(a.thread) // WARP), a.thread, a.name] += 1
-        most = collections.defaultdict(int)
-        for (warp, _, array), n in nth.items():
-            most[warp, array] = max(most[warp, array], n)
-        return sum(most.values())
+                warp = (a.block, self._linear(a.thread) // WARP)
+                nth[warp, a.thread, a.name] += 1
+                grouped[warp, a.name, nth[warp, a.thread, a.name]].append(a)
+        return grouped
 
     def writers(self, name):
         """An int array of ``name``'s shape plus (2,): the ``cuda.grid(2)`` (x, y) of the thread

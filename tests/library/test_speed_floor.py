@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import mini
-from mini import nn
 from mini.table import sum_to_shape
 
 from support import ROOT
@@ -30,22 +29,12 @@ def _benchmark():
 benchmark = _benchmark()
 
 
-def _batch(seed, vocab, dim, hidden, classes, batch, tokens):
-    rng = np.random.default_rng(seed)
-    model = nn.SentimentClassifier(vocab, dim, hidden, classes)
-    params = model.init(rng)
-    lengths = rng.integers(1, tokens + 1, batch)
-    mask = (np.arange(tokens) < lengths[:, None]).astype(np.float64)
-    ids = np.where(mask > 0, rng.integers(2, vocab, (batch, tokens)), 0)
-    return model, params, ids, mask, rng.integers(0, classes, batch)
-
-
 @pytest.mark.parametrize("seed, shapes", [(0, (1000, 64, 64, 2, 32, 20)),
                                           (1, (50, 8, 6, 3, 5, 6)),
                                           (2, (7, 3, 4, 5, 1, 9)),
                                           (3, (30, 2, 2, 2, 8, 1))])
 def test_the_step_by_hand_gives_minis_loss_and_gradients(seed, shapes):
-    model, params, ids, mask, labels = _batch(seed, *shapes)
+    model, params, ids, mask, labels = benchmark.classifier_batch(seed, shapes, shortest=1)
     loss, grads = mini.value_and_grad(model.loss)(params, ids, mask, labels)
     hand_loss, hand_grads = benchmark.by_hand_classifier_step(params, ids, mask, labels)
     np.testing.assert_allclose(hand_loss, loss, rtol=1e-12)

@@ -3,9 +3,9 @@ gradients, sgd_update, minimize, numerical_gradients, the classifier, the two op
 passes (fold_constants with prune, and eliminate_common_subexpressions with signature and
 optimize) and place.
 
-A graph crosses to the student half as a description, plain data
-(:mod:`autograder.probes.lab4_graphs` builds it there, calls the student's function, and describes
-what that function built); here it is built again with mini's primitives, run by mini's Session,
+A graph crosses to the student half as a description, plain data (:mod:`autograder.probes.lab4`
+builds it there with :mod:`autograder.probes.lab4_graphs`, calls the student's function, and
+describes what that function built); here it is built again with mini's primitives, run by mini's Session,
 differentiated by mini's gradients, against mini's own version of the fill-in on another copy.  A
 check of one fill-in gets the others as data or as calls answered here, for that case only: the
 backward graph session_run runs is described, sgd_update's forward is fed gradient values computed
