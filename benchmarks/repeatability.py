@@ -3,16 +3,20 @@
     python benchmarks/repeatability.py [--repeats 20] [--nbgrader-repeats 5] [--seeds 10]
                                        [--labs all] [--workers 2]
 
-The submissions are every sample kind of each lab (``autograder.demo.samples``: full, untouched, bug,
-no_test), the wrong notebooks of ``tests/labs/test_lab*_wrong_work.py`` (one mistake in each
+The submissions are every sample kind of each lab (``autograder.demo.samples``: full, untouched,
+bug, no_test), the wrong notebooks of ``tests/labs/test_lab*_wrong_work.py`` (one mistake in each
 of several fill-ins), and the solution with each fill-in broken alone (its answer replaced by the
 release's stub, as ``tests/labs/test_labs_grading.py`` makes it, which checks on the pytest path
-that it loses exactly its own points; here the nbgrader path must give the same score).  For each seed the pytest path (``grade --workers N --seed S``) grades all of
-them ``--repeats`` times and the nbgrader path (``autograde --workers N`` with
-``AUTOGRADER_SEED=S``) ``--nbgrader-repeats`` times, for the first ``--nbgrader-seeds`` seeds.
-Prints, per seed, how many different scores each submission got (1 is repeatable) and whether
-the two paths agree; then, for the first seed, each submission's score and the test cells that
-lost points.  Exits with status 1 if anything differed.
+that it loses exactly its own points; here the nbgrader path must give the same score).
+
+The pytest path (``grade --workers N --seed S``) grades all of them ``--repeats`` times and the
+nbgrader path (``autograde --workers N`` with ``AUTOGRADER_SEED=S``) ``--nbgrader-repeats``
+times.  The pytest runs take the seeds 1 to ``--seeds`` in turn, so that each seed is graded
+``repeats / seeds`` times; the nbgrader runs take seeds spread evenly over the same range.  A
+submission's score must not depend on the run, the seed or the path: each must get exactly one
+score over all the runs.  Prints, per seed, the runs made and the submissions whose score differed
+within that seed; then each submission's score, how many distinct scores it got over every run, and
+the test cells that lost points.  Exits with status 1 if anything differed.
 """
 import argparse
 import csv
@@ -31,7 +35,7 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "labs"), str(REPO / "tests")]
 
-from autograder.nbgrader_path import course
+from autograder.nbgrader_path import course  # noqa: E402
 from autograder.demo import samples  # noqa: E402
 import test_labs_grading as labs_grading  # noqa: E402
 
@@ -39,7 +43,8 @@ KINDS = ("full", "untouched", "bug", "no_test")
 WRONG = {   # lab -> (its wrong-work test module, the function that makes a notebook, the mistakes)
     "lab1_learning": ("test_lab1_wrong_work", "_solution_with",
                       ("WRONG_ONE", "WRONG_TWO", "WRONG_THREE", "WRONG_FOUR")),
-    "lab2_graphs": ("test_lab2_wrong_work", "_solution_with", ("WRONG", "WRONG_TWO", "WRONG_THREE")),
+    "lab2_graphs": ("test_lab2_wrong_work", "_solution_with",
+                    ("WRONG", "WRONG_TWO", "WRONG_THREE")),
     "lab3_autodiff": ("test_lab3_wrong_work", "_solution_with",
                       ("WRONG", "WRONG_TWO", "WRONG_THREE")),
     "lab4_framework": ("test_lab4_wrong_work", "_solution_with",
@@ -54,7 +59,6 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--nbgrader-repeats", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--nbgrader-seeds", type=int, default=2)
     parser.add_argument("--labs", default="all")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
@@ -69,8 +73,8 @@ def main():
         names = write_submissions(labs, root / "release", root / "inbox")
         run(["collect", str(root / "inbox")], base, env)
         seeds = list(range(1, args.seeds + 1))
-        runs = [("pytest", seed, r) for seed in seeds for r in range(args.repeats)]
-        runs += [("nbgrader", seed, r) for seed in seeds[:args.nbgrader_seeds]
+        runs = [("pytest", seeds[r % len(seeds)], r) for r in range(args.repeats)]
+        runs += [("nbgrader", seeds[r * len(seeds) // args.nbgrader_repeats], r)
                  for r in range(args.nbgrader_repeats)]
         graded = {}
         for path, seed, r in tqdm(runs, desc="grading runs", unit="run", file=sys.stderr):
@@ -79,7 +83,7 @@ def main():
             graded[path, seed, r] = (grade_pytest if path == "pytest" else grade_nbgrader)(
                 folder, args, seed, env, names)
             shutil.rmtree(folder)
-        return report(graded, names, seeds[:args.nbgrader_seeds])
+        return report(graded, names)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -138,32 +142,32 @@ def grade_nbgrader(folder, args, seed, env, names):
                 if names.get(row["student_id"], ("",))[0] == row["assignment"]}
 
 
-def report(graded, names, nbgrader_seeds):
-    """Print the tables; 0 if every submission got one score per seed on both paths, else 1."""
+def report(graded, names):
+    """Print the tables; 0 if every submission got one score over every run, seed and path,
+    else 1."""
+    print(f"\n{len(names)} submissions; per seed: the runs on each path, and the submissions "
+          "whose score differed between them")
+    print(f"{'seed':>5}{'pytest runs':>13}{'nbgrader runs':>15}{'differing':>11}{'not graded':>12}")
     problems = 0
-    print(f"\n{len(names)} submissions; per seed: runs, submissions with more than one score, "
-          "and whether the nbgrader path gave the pytest path's scores")
-    print(f"{'seed':>5}{'pytest runs':>13}{'differing':>11}{'nbgrader runs':>15}{'differing':>11}"
-          f"{'paths agree':>13}{'not graded':>12}")
     for seed in sorted({seed for _, seed, _ in graded}):
-        pytest_runs = [g for (path, s, _), g in graded.items() if path == "pytest" and s == seed]
-        nb_runs = [g for (path, s, _), g in graded.items() if path == "nbgrader" and s == seed]
-        differing = sum(len({run.get(student) for run in pytest_runs}) > 1 for student in names)
-        nb_differing = sum(len({run.get(student, (None,))[0] for run in nb_runs}) > 1
-                           for student in names) if nb_runs else 0
-        agree = (all(run.get(student, (None,))[0] == pytest_runs[0].get(student, (None,))[0]
-                     for run in nb_runs for student in names) if nb_runs else None)
-        missing = sum(student not in run for run in pytest_runs + nb_runs for student in names)
-        problems += differing + nb_differing + (agree is False) + missing
-        print(f"{seed:>5}{len(pytest_runs):>13}{differing:>11}{len(nb_runs):>15}{nb_differing:>11}"
-              f"{'-' if agree is None else 'yes' if agree else 'NO':>13}{missing:>12}")
-    first = min(seed for _, seed, _ in graded)
-    scores = graded["pytest", first, 0]
-    print(f"\nseed {first}, pytest path: each submission's score and the cells that lost points")
+        runs = [g for (_, s, _), g in graded.items() if s == seed]
+        differing = sum(len({run.get(student, (None,))[0] for run in runs}) > 1
+                        for student in names)
+        missing = sum(student not in run for run in runs for student in names)
+        problems += differing + missing
+        print(f"{seed:>5}{sum(p == 'pytest' and s == seed for p, s, _ in graded):>13}"
+              f"{sum(p == 'nbgrader' and s == seed for p, s, _ in graded):>15}"
+              f"{differing:>11}{missing:>12}")
+    first = graded["pytest", min(s for p, s, _ in graded if p == "pytest"), 0]
+    print(f"\neach submission over all {len(graded)} runs: its score, how many distinct scores "
+          "it got (1 is repeatable), and the cells that lost points")
     for student, (lab, what) in sorted(names.items(), key=lambda item: item[1]):
-        score, lost = scores.get(student, (None, []))
-        print(f"  {lab:15} {what:34} {score!s:>6}  {', '.join(lost) or '-'}")
-    print("repeatable on both paths" if not problems else f"{problems} differences: NOT repeatable")
+        scores = {run.get(student, (None,))[0] for run in graded.values()}
+        problems += len(scores) > 1
+        score, lost = first.get(student, (None, []))
+        print(f"  {lab:15} {what:34} {score!s:>6} {len(scores):>3}  {', '.join(lost) or '-'}")
+    print("repeatable on both paths, every seed" if not problems
+          else f"{problems} differences: NOT repeatable")
     return 1 if problems else 0
 
 
