@@ -166,6 +166,12 @@ def report(graded, names):
         problems += len(scores) > 1
         score, lost = first.get(student, (None, []))
         print(f"  {lab:15} {what:34} {score!s:>6} {len(scores):>3}  {', '.join(lost) or '-'}")
+        if len(scores) > 1:
+            by_seed = {}
+            for (path, seed, _), run in sorted(graded.items()):
+                by_seed.setdefault(run.get(student, (None,))[0], set()).add(f"{path} {seed}")
+            for score, runs in by_seed.items():
+                print(f"  {'':15} {'':34} {score!s:>6} on {', '.join(sorted(runs))}")
     print("repeatable on both paths, every seed" if not problems
           else f"{problems} differences: NOT repeatable")
     return 1 if problems else 0

@@ -231,7 +231,8 @@ MORE_SLIPS = {
     per_row = np.bincount(rows, minlength=dense.shape[0])
     indptr = np.concatenate([[0], np.cumsum(per_row)])
     return dense[rows, cols], cols, indptr
-''', "to_csr on a (", ["a matrix with empty rows"]),
+''', "to_csr on a (", ["a matrix with empty rows",
+                       "a single row, and a matrix of zeros with its dtype kept"]),
     "embedding_grad": ('''
     rows, position = np.unique(ids.reshape(-1), return_inverse=True)
     values = np.zeros((rows.size, grad_out.shape[-1]), grad_out.dtype)
@@ -299,7 +300,7 @@ NARROW = {
         indptr.append(len(data))
     return np.array(data), np.array(indices), np.array(indptr)   # [] makes float64
 ''', "the result['dtype of data'] should be 'float32', got str 'float64'",
-        ["a matrix of zeros, the dtype kept"]),
+        ["a single row, and a matrix of zeros with its dtype kept"]),
     "embedding_grad": ('''
     batch, length = ids.shape                           # (B, T) ids, as in the visible test
     rows = np.unique(ids)
@@ -308,7 +309,7 @@ NARROW = {
         for t in range(length):
             values[np.searchsorted(rows, ids[b, t])] += grad_out[b, t]
     return rows, values
-''', "(words repeat, ids of 3 dimensions)", ["a batch in which words repeat"]),
+''', "(words repeat, ids of 1 dimension)", ["a batch in which words repeat"]),
     "tiled_traffic": ('''
     return {"A": M * N * K // T, "B": M * N * K // T}   # the naive count over T: no edges
 ''', "the 'A' and 'B' counts", ["edge tiles: nothing loaded past the edges"]),

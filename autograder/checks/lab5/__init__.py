@@ -30,15 +30,18 @@ from autograder.checks.lab5.kernels import (map_float32_check, map_grid_stride_c
                                             zip_grid_stride_check, zip_small_check,
                                             zip_threads_check)
 from autograder.checks.lab5.matmul import (matmul_awkward_check, matmul_float32_check,
-                                           matmul_multiple_check, matmul_thin_check,
-                                           matmul_tiny_check, traffic_edges_check,
-                                           traffic_multiples_check)
+                                           matmul_multiple_check, matmul_one_column_check,
+                                           matmul_one_row_check, matmul_tiny_check,
+                                           traffic_edges_check, traffic_multiples_check)
 from autograder.checks.lab5.shared import float32, layout
-from autograder.checks.lab5.sparse import (embedding_any_shape_check, embedding_batch_check,
-                                           embedding_huge_vocabulary_check, spmm_embedding_check,
+from autograder.checks.lab5.sparse import (embedding_batch_check,
+                                           embedding_huge_vocabulary_check,
+                                           embedding_one_dimension_check,
+                                           embedding_three_dimensions_check, spmm_embedding_check,
                                            spmm_float32_check, spmm_grid_stride_check,
                                            spmm_threads_check, spmv_float32_check, spmv_rows_check,
-                                           to_csr_check, to_csr_edge_check, to_csr_zeros_check)
+                                           to_csr_check, to_csr_single_row_check,
+                                           to_csr_zeros_check)
 
 CHECKS = {
     "map_kernel": {
@@ -65,16 +68,16 @@ CHECKS = {
         "compiled: float32 throughout": (1, [float32(reduce_code_check)])},
     "matmul_tiled": {
         "the product, for any shape": (6, [matmul_tiny_check, matmul_multiple_check,
-                                           matmul_awkward_check, matmul_thin_check,
-                                           matmul_float32_check]),
+                                           matmul_awkward_check, matmul_one_row_check,
+                                           matmul_one_column_check, matmul_float32_check]),
         "compiled: shared tiles, one load of A and of B per step, barriers": (
             3, [layout(matmul_code_check)]),
         "compiled: float32 throughout": (1, [float32(matmul_code_check)])},
     "tiled_traffic": {"sides that are multiples of the tile": (1, [traffic_multiples_check]),
                       "edge tiles: nothing loaded past the edges": (1, [traffic_edges_check])},
     "to_csr": {"a matrix with empty rows": (1, [to_csr_check]),
-               "a matrix of zeros, the dtype kept": (1, [to_csr_edge_check,
-                                                          to_csr_zeros_check])},
+               "a single row, and a matrix of zeros with its dtype kept": (
+                   1, [to_csr_single_row_check, to_csr_zeros_check])},
     "spmv_kernel": {"the product, empty rows included": (2, [spmv_rows_check]),
                     "float32 values": (1, [spmv_float32_check]),
                     "compiled: a stride of the grid's size": (1, [layout(spmv_code_check)]),
@@ -88,7 +91,8 @@ CHECKS = {
         "compiled: strides of the grid's size": (1, [layout(spmm_code_check)]),
         "compiled: float32 throughout": (1, [float32(spmm_code_check)])},
     "embedding_grad": {"a batch in which words repeat": (1, [embedding_batch_check,
-                                                             embedding_any_shape_check]),
+                                                             embedding_one_dimension_check,
+                                                             embedding_three_dimensions_check]),
                        "a vocabulary too large for a dense gradient": (
                            1, [embedding_huge_vocabulary_check])},
 }

@@ -60,13 +60,20 @@ def matmul_awkward_check(rng):
         + MATMUL_HINT))
 
 
-def matmul_thin_check(rng):
-    """A single row or a single column of C, with an odd inner size."""
-    m, k, n = 1, odd(rng, 5, 39), odd(rng, 5, 39)
-    shape = (m, k, n) if rng.random() < 0.5 else (n, k, m)
+def _matmul_thin_case(rng, shape):
     return _matmul_case(rng, shape, np.float64, hint=(
         "C is a single row or column here: the grid has one block along that direction. "
         + MATMUL_HINT))
+
+
+def matmul_one_row_check(rng):
+    """A single row of C, with an odd inner size."""
+    return _matmul_thin_case(rng, (1, odd(rng, 5, 39), odd(rng, 5, 39)))
+
+
+def matmul_one_column_check(rng):
+    """A single column of C, with an odd inner size."""
+    return _matmul_thin_case(rng, (odd(rng, 5, 39), odd(rng, 5, 39), 1))
 
 
 def matmul_float32_check(rng):

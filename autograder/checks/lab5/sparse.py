@@ -40,28 +40,33 @@ def _to_csr_case(dense, what):
                 expected=expected, rtol=0, atol=0, hint=CSR_HINT)
 
 
+def _with_a_negative(rng, dense):
+    """``dense`` with one of its nonzero rows given a negative entry: a nonzero is not a positive
+    entry, and every matrix a to_csr check draws shows it."""
+    row = int(rng.choice(np.flatnonzero(dense.any(axis=1))))
+    dense[row, int(rng.integers(dense.shape[1]))] = -rng.uniform(0.5, 2.0)
+    return dense
+
+
 def to_csr_check(rng):
     """Odd shapes, empty rows (the first or the last among them), float64."""
     shape = (odd(rng, 7, 15), odd(rng, 5, 13))
     dense = _sparse_dense(rng, shape, 0.3, np.float64, empty_rows=3)
     dense[int(rng.choice([0, shape[0] - 1]))] = 0.0
+    dense = _with_a_negative(rng, dense)
     return _to_csr_case(dense, f"a {shape} float64 matrix with {np.count_nonzero(dense)} "
                         "nonzeros and some rows of zeros")
 
 
-def to_csr_edge_check(rng):
-    """All zeros, or a single row, in float32: nnz = 0 and indptr of rows + 1 zeros."""
-    if rng.random() < 0.5:
-        dense, what = np.zeros((int(rng.integers(1, 5)), 3), np.float32), "a matrix of zeros"
-    else:
-        dense = _sparse_dense(rng, (1, odd(rng, 5, 15)), 0.5, np.float32)
-        what = "a single row"
-    return _to_csr_case(dense, f"{what} of shape {dense.shape}, float32")
+def to_csr_single_row_check(rng):
+    """A single row in float32."""
+    dense = _with_a_negative(rng, _sparse_dense(rng, (1, odd(rng, 5, 15)), 0.5, np.float32))
+    return _to_csr_case(dense, f"a single row of shape {dense.shape}, float32")
 
 
 def to_csr_zeros_check(rng):
-    """A float32 matrix of zeros, whatever to_csr_edge_check drew: no nonzeros to take the dtype
-    from, so data must get dense's dtype some other way."""
+    """A float32 matrix of zeros: no nonzeros to take the dtype from, so data must get dense's
+    dtype some other way."""
     dense = np.zeros((int(rng.integers(1, 5)), int(rng.integers(2, 6))), np.float32)
     return _to_csr_case(dense, f"a matrix of zeros of shape {dense.shape}, float32")
 
@@ -220,15 +225,22 @@ def embedding_batch_check(rng):
                            "words repeat", dense_reference=True)
 
 
-def embedding_any_shape_check(rng):
-    """ids of one dimension (a single sentence) or of three: any shape S, not only (B, T)."""
+def _embedding_shape_case(rng, shape):
     vocab_size = int(rng.integers(20, 40))
-    shape = ((int(rng.integers(5, 12)),) if rng.random() < 0.5
-             else (2, int(rng.integers(2, 4)), int(rng.integers(2, 5))))
     ids = rng.integers(0, vocab_size // 3, size=shape)
     return _embedding_case(rng, ids, int(rng.integers(2, 5)), vocab_size,
                            f"words repeat, ids of {len(shape)} dimension"
                            f"{'s' if len(shape) > 1 else ''}", dense_reference=True)
+
+
+def embedding_one_dimension_check(rng):
+    """ids of one dimension (a single sentence): any shape S, not only (B, T)."""
+    return _embedding_shape_case(rng, (int(rng.integers(5, 12)),))
+
+
+def embedding_three_dimensions_check(rng):
+    """ids of three dimensions."""
+    return _embedding_shape_case(rng, (2, int(rng.integers(2, 4)), int(rng.integers(2, 5))))
 
 
 def embedding_huge_vocabulary_check(rng):
