@@ -24,23 +24,28 @@ def pytest_unconfigure():
     shutil.rmtree(_home, ignore_errors=True)
 
 
-# The slowest files first (measured, slowest at the top; paths from this folder), so that `make
-# test`'s two xdist workers (--dist loadfile --no-loadscope-reorder: a file at a time, in this
-# order) end together instead of one of them running a long file alone at the end.
-SLOWEST_FIRST = ["labs/test_labs_grading.py", "grading/test_autograder.py",
-                 "sandbox/test_hostile_nbgrader.py", "grading/test_reruns.py",
-                 "grading/test_parity.py", "grading/test_exchange.py",
-                 "grading/test_pytest_path_samples.py", "sandbox/test_hostile.py",
-                 "grading/test_kit.py", "labs/test_labs.py", "grading/test_verdicts_outside.py",
-                 "browser/test_browser_student.py", "sandbox/test_sandbox.py",
-                 "browser/test_browser_instructor.py", "labs/test_lab5_wrong_work.py",
-                 "grading/test_late_work.py", "grading/test_class_report.py",
-                 "browser/test_hub.py",
-                 "library/test_ptx.py", "grading/test_formgrader.py", "sandbox/test_neighbours.py",
-                 "sandbox/test_forkserver.py", "labs/test_demo_cells.py",
-                 "library/test_kernels_cuda.py", "grading/test_gradescope.py",
-                 "grading/test_exit_codes.py", "grading/test_feedback_pending.py",
-                 "grading/test_cluster.py"]
+# The slowest files first (each file's total from `pytest --durations=0`, slowest at the top;
+# paths from this folder), so that `make test`'s two xdist workers (--dist loadfile
+# --no-loadscope-reorder: a file at a time, in this order) end together instead of one of them
+# running a long file alone at the end.
+SLOWEST_FIRST = ["sandbox/test_neighbours.py", "grading/test_parity.py",
+                 "labs/test_labs_grading.py", "grading/test_autograder.py",
+                 "grading/test_reruns.py", "grading/test_pytest_path_samples.py",
+                 "sandbox/test_hostile_nbgrader.py", "labs/test_lab5_wrong_work.py",
+                 "sandbox/test_sandbox.py", "grading/test_kit.py", "sandbox/test_hostile.py",
+                 "sandbox/test_attacks.py", "sandbox/test_forkserver.py",
+                 "grading/test_class_report.py", "labs/test_labs.py", "labs/test_demo_cells.py",
+                 "browser/test_browser_student.py", "grading/test_exchange.py",
+                 "grading/test_cluster.py", "grading/test_late_work.py",
+                 "grading/test_verdicts_outside.py", "labs/test_lab4_wrong_work.py",
+                 "browser/test_browser_instructor.py", "labs/test_lab2_wrong_work.py",
+                 "grading/test_formgrader.py", "labs/test_lab1_wrong_work.py",
+                 "browser/test_hub.py", "grading/test_feedback_pending.py",
+                 "labs/test_lab3_wrong_work.py", "library/test_ptx.py",
+                 "library/test_kernels_cuda.py", "library/test_backend.py",
+                 "grading/test_exit_codes.py", "grading/test_edition.py",
+                 "library/test_kernels_cpu.py", "grading/test_formgrader_rubric.py",
+                 "grading/test_gradescope.py"]
 
 
 def pytest_collection_modifyitems(items):

@@ -12,6 +12,7 @@ report that names a node only depending on the cycle; and on correct sorts whose
 whichever node of the cycle their sets give first, which pass on every seed.
 """
 import re
+import sys
 from collections import deque
 
 import nbformat
@@ -312,6 +313,19 @@ def test_the_hidden_checks_catch_placeholders_filled_in_the_order_of_parents():
                                              r"argument first .*parent_argnums \[1, 0\]\): "
                                              r"the result"):
         verdict(LAB, "evaluate", lab2.check_evaluate_parents_out_of_argument_order, namespace)
+
+
+def test_a_recursion_whose_limit_was_raised_fails_the_long_chain_on_every_seed():
+    """The long chain is always as long as the contract allows: it was drawn between 3,000 and
+    5,000 nodes, and a sort that raised the limit to 3,500 passed on the shorter draws."""
+    limit = sys.getrecursionlimit()
+    try:
+        namespace = _namespace("toposort", RECURSION_LIMIT_RAISED)
+        for seed in range(10):
+            with pytest.raises(AssertionError, match="raised RecursionError"):
+                verdict(LAB, "toposort", lab2.check_toposort_long_chain, namespace, seed)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 CYCLE_CHECKS = (lab2.check_toposort_cycle_named, lab2.check_toposort_self_loop_named)

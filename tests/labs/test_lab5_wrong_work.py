@@ -428,3 +428,20 @@ def test_a_tree_without_barriers_is_told_by_its_code_and_its_message_names_the_b
         verdict(LAB, "reduce_kernel", checks["reduce_sum_check"], namespace)
     except AssertionError as wrong:
         assert "a cuda.syncthreads() missing between two steps" in str(wrong)
+
+
+def test_a_to_csr_of_the_positive_entries_loses_both_behaviours_on_every_seed():
+    """Every matrix of the to_csr checks holds a negative entry, and the single row is checked
+    on every seed (a coin used to choose it or a matrix of zeros): "nonzero" read as "positive"
+    loses the same points whatever the seed."""
+    import numpy as np
+
+    cell = next(cell for cell in _notebook({"to_csr": MORE_SLIPS["to_csr"]}).cells
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == "to_csr")
+    namespace = {"np": np}
+    exec(cell.source, namespace)
+    checks = {check.__name__: check for check in checks_of(LAB)["to_csr"]}
+    for seed in range(10):
+        for name in ("to_csr_check", "to_csr_single_row_check"):
+            with pytest.raises(AssertionError, match=r"the result\['data'\]"):
+                verdict(LAB, "to_csr", checks[name], namespace, seed)
