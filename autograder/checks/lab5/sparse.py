@@ -41,9 +41,10 @@ def _to_csr_case(dense, what):
 
 
 def _with_a_negative(rng, dense):
-    """``dense`` with one of its nonzero rows given a negative entry: a nonzero is not a positive
-    entry, and every matrix a to_csr check draws shows it."""
-    row = int(rng.choice(np.flatnonzero(dense.any(axis=1))))
+    """``dense`` with one of its nonzero rows (the first row if none is) given a negative entry:
+    a nonzero is not a positive entry, and every matrix a to_csr check draws shows it."""
+    rows = np.flatnonzero(dense.any(axis=1))
+    row = int(rng.choice(rows)) if rows.size else 0
     dense[row, int(rng.integers(dense.shape[1]))] = -rng.uniform(0.5, 2.0)
     return dense
 
