@@ -16,7 +16,7 @@ times.  The pytest runs take the seeds 1 to ``--seeds`` in turn, so that each se
 submission's score must not depend on the run, the seed or the path: each must get exactly one
 score over all the runs.  Prints, per seed, the runs made and the submissions whose score differed
 within that seed; then each submission's score, how many distinct scores it got over every run, and
-the test cells that lost points.  Exits with status 1 if anything differed.
+the points each fill-in lost.  Exits with status 1 if anything differed.
 """
 import argparse
 import csv
@@ -114,8 +114,8 @@ def write_submissions(labs, release, inbox):
 
 
 def grade_pytest(folder, args, seed, env, names):
-    """``{student: (score, [test cells that lost points])}`` from the pytest path, for each
-    student's own lab."""
+    """``{student: (score, [each fill-in that lost points, and how many])}`` from the pytest
+    path, for each student's own lab."""
     out = folder / "results"
     run(["grade", args.labs, "--workers", str(args.workers), "--seed", str(seed), "--out",
          str(out)], folder, env, check=False)        # exits 1 where a test cell lost points
@@ -125,7 +125,8 @@ def grade_pytest(folder, args, seed, env, names):
         if not results.is_file():
             continue
         data = json.loads(results.read_text())
-        lost = sorted(t["name"] for t in data["tests"] if t["score"] < t["max_score"])
+        lost = sorted(f"{t['name'].removeprefix('test_')} -{t['max_score'] - t['score']:g}"
+                      for t in data["tests"] if t["score"] < t["max_score"])
         graded[student] = (data["score"], tuple(lost))
     return graded
 
@@ -160,7 +161,7 @@ def report(graded, names):
               f"{differing:>11}{missing:>12}")
     first = graded["pytest", min(s for p, s, _ in graded if p == "pytest"), 0]
     print(f"\neach submission over all {len(graded)} runs: its score, how many distinct scores "
-          "it got (1 is repeatable), and the cells that lost points")
+          "it got (1 is repeatable), and the points each fill-in lost")
     for student, (lab, what) in sorted(names.items(), key=lambda item: item[1]):
         scores = {run.get(student, (None,))[0] for run in graded.values()}
         problems += len(scores) > 1
