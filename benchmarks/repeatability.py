@@ -144,8 +144,9 @@ def grade_nbgrader(folder, args, seed, env, names):
 
 
 def report(graded, names):
-    """Print the tables; 0 if every submission got one score over every run, seed and path,
-    else 1."""
+    """Print the tables; 0 if every submission was graded in every run and got one score over
+    all of them (every run, seed and path), else 1.  A score that differed within a seed also
+    differs over all the runs, so each submission counts once."""
     print(f"\n{len(names)} submissions; per seed: the runs on each path, and the submissions "
           "whose score differed between them")
     print(f"{'seed':>5}{'pytest runs':>13}{'nbgrader runs':>15}{'differing':>11}{'not graded':>12}")
@@ -155,7 +156,7 @@ def report(graded, names):
         differing = sum(len({run.get(student, (None,))[0] for run in runs}) > 1
                         for student in names)
         missing = sum(student not in run for run in runs for student in names)
-        problems += differing + missing
+        problems += missing
         print(f"{seed:>5}{sum(p == 'pytest' and s == seed for p, s, _ in graded):>13}"
               f"{sum(p == 'nbgrader' and s == seed for p, s, _ in graded):>15}"
               f"{differing:>11}{missing:>12}")
@@ -168,11 +169,11 @@ def report(graded, names):
         score, lost = first.get(student, (None, []))
         print(f"  {lab:15} {what:34} {score!s:>6} {len(scores):>3}  {', '.join(lost) or '-'}")
         if len(scores) > 1:
-            by_seed = {}
+            runs_by_score = {}
             for (path, seed, _), run in sorted(graded.items()):
-                by_seed.setdefault(run.get(student, (None,))[0], set()).add(f"{path} {seed}")
-            for score, runs in by_seed.items():
-                print(f"  {'':15} {'':34} {score!s:>6} on {', '.join(sorted(runs))}")
+                runs_by_score.setdefault(run.get(student, (None,))[0], set()).add(f"{path} {seed}")
+            for other, runs in runs_by_score.items():
+                print(f"  {'':15} {'':34} {other!s:>6} on {', '.join(sorted(runs))}")
     print("repeatable on both paths, every seed" if not problems
           else f"{problems} differences: NOT repeatable")
     return 1 if problems else 0
