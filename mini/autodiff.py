@@ -78,7 +78,7 @@ def make_vjp(fun, *args, argnum=0):
     def vjp(g):
         with _CollectorPaused():
             grads = backward_pass(g, end) if traced else {}
-        if not any(start in grads for start in starts):
+        if grads.keys().isdisjoint(starts):
             warnings.warn(f"{_name(fun)}: the output does not depend on argument {argnum}, so its "
                           "gradient is zero", stacklevel=2)
         leaf_grads = iter([_own(grads[s]) if s in grads else zeros_like(s.value)

@@ -8,7 +8,6 @@ Both of mini's front ends build graphs of :class:`Node`: ``mini.autodiff`` while
 Everything that walks a graph, the forward evaluation here and the reverse pass in
 ``mini.reverse``, visits nodes in the order :func:`toposort` returns.
 """
-from collections import deque
 
 from mini.answers import answer
 
@@ -92,10 +91,13 @@ def reachable(end_node):
 def toposort(end_node):
     """Order the nodes ``end_node`` depends on so that every node comes after all of its inputs.
 
-    This is the lecture's queue procedure (L05 slide 15): keep a count of unprocessed inputs for
-    each node; repeatedly take a node whose count is zero, append it to the processed list and
-    decrement the counts of the nodes that read it.  It is a loop, not a recursion, so a chain of a
-    million nodes sorts as easily as three.
+    This is the lecture's queue procedure (L05 slide 15) run from the other end, where it needs
+    no list of each node's readers: count, for each node, the edges to it from the nodes
+    ``end_node`` depends on (its readers there); take ``end_node``, and then, again and again, a
+    node whose readers have all been taken, decrementing the counts of its parents as it is
+    taken.  Every node is taken after everything that reads it, so the list read backwards has
+    every node after its inputs.  It is a loop, not a recursion, so a chain of a million nodes
+    sorts as easily as three.
 
     Returns:
         list of nodes, inputs first, ``end_node`` last.
@@ -103,38 +105,46 @@ def toposort(end_node):
     Raises:
         CycleError: if the nodes form a cycle; the message names a node on it.
     """
-    nodes = reachable(end_node)
-    unprocessed_inputs = {node: len(node.parents) for node in nodes}
-    readers = {node: [] for node in nodes}
-    for node in nodes:
-        for parent in node.parents:
-            readers[parent].append(node)
+    untaken_readers = {end_node: 0}
+    stack = [end_node]
+    while stack:                                # every node end_node depends on, and its readers
+        for parent in stack.pop().parents:
+            if parent in untaken_readers:
+                untaken_readers[parent] += 1
+            else:
+                untaken_readers[parent] = 1
+                stack.append(parent)
 
-    ready = deque(node for node in nodes if not node.parents)
-    order = []
-    while ready:
-        node = ready.popleft()
-        order.append(node)
-        for reader in readers[node]:
-            unprocessed_inputs[reader] -= 1
-            if unprocessed_inputs[reader] == 0:
-                ready.append(reader)
+    # the queue is the list of taken nodes itself: read front to back while ready nodes join it;
+    # parents join last first, so that read backwards, a node's inputs keep their argument order
+    order = [end_node] if untaken_readers[end_node] == 0 else []
+    for node in order:
+        for parent in reversed(node.parents):
+            untaken_readers[parent] -= 1
+            if untaken_readers[parent] == 0:
+                order.append(parent)
 
-    if len(order) < len(nodes):
-        stuck = [node for node in nodes if unprocessed_inputs[node] > 0]
+    if len(order) < len(untaken_readers):
+        stuck = [node for node, count in untaken_readers.items() if count > 0]
         raise CycleError(f"the graph has a cycle through node {_node_on_cycle(stuck)!r}; "
                          "a computation graph must be acyclic to be evaluated")
+    order.reverse()
     return order
 
 
 @answer("lab2", "toposort")
 def _node_on_cycle(stuck):
-    """Walk parent edges among the stuck nodes until one repeats: that node lies on a cycle."""
-    stuck_ids = {id(node) for node in stuck}
+    """Walk from a stuck node to one of its stuck readers until a node repeats: that node lies on
+    a cycle.  (A node is stuck because a reader of it was never taken: that reader is stuck too.)"""
+    stuck_reader = {id(node): None for node in stuck}
+    for node in stuck:
+        for parent in node.parents:
+            if id(parent) in stuck_reader:
+                stuck_reader[id(parent)] = node
     node, visited = stuck[0], set()
     while id(node) not in visited:
         visited.add(id(node))
-        node = next(p for p in node.parents if id(p) in stuck_ids)
+        node = stuck_reader[id(node)]
     return node
 
 

@@ -168,7 +168,8 @@ def untake(g, indices, like, axis=None):
     axis = axis % len(shape)
     rows, before, after = shape[axis], math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     picked = np.asarray(indices).ravel()
-    picked = np.where(picked < 0, picked + rows, picked)
+    if picked.size and np.minimum.reduce(picked) < 0:      # a negative index counts from the end
+        picked = np.where(picked < 0, picked + rows, picked)
     # g is (before, picked, after) entries; entry (i, j, k) lands on (i, picked[j], k) of the
     # output: row i * rows + picked[j] of the output read as (before * rows, after)
     if before > 1:                              # an embedding's rows (axis 0) have no "before"

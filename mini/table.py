@@ -235,6 +235,8 @@ def sum_to_shape(g, shape):
         g = (np.ones(rows, g.dtype) @ g.reshape(rows, math.prod(kept))).reshape(kept)
     elif leading > 0:
         g = np.add.reduce(g, axis=tuple(range(leading)))
+    if g.shape == shape:                        # a bias: nothing was stretched
+        return g
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     return np.add.reduce(g, axis=axes, keepdims=True) if axes else g
 

@@ -18,7 +18,6 @@ and numpy's own loops then apply ``+``, ``*``, ``@``, ufuncs (``np.exp`` calls e
 object array meets a primitive, or is returned, it is joined back into one traced array with
 ``stack``: numpy's value, shape and dtype.
 """
-import functools
 import importlib
 import itertools
 import sys
@@ -148,19 +147,6 @@ class TracedValue(TracedArray):
     def __ne__(self, other):
         return not_equal(self, other)
 
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if name in _ENTRY_METHODS:           # np.exp of an object array calls entry.exp()
-            return functools.partial(_ENTRY_METHODS[name], self)
-        ufunc = getattr(np, name, None)
-        if isinstance(ufunc, np.ufunc) and ufunc not in UFUNCS:     # and np.sin calls entry.sin()
-            return functools.partial(_refuse_ufunc, name)
-        kind = "method or attribute" if hasattr(np.ndarray, name) else "attribute"
-        raise AttributeError(f"mini does not trace the array {kind} .{name} of a traced value; "
-                             "use a mini primitive (mini.sum, mini.reshape, ...) or add one with "
-                             "mini.primitive and mini.defvjp")
-
     def __float__(self):
         raise TypeError(_lost_trace(self, "float()"))
 
@@ -195,17 +181,53 @@ class TracedValue(TracedArray):
         return super().__array_function__(func, types, args, kwargs)
 
 
-_ENTRY_METHODS = {ufunc.__name__: prim for ufunc, prim in UFUNCS.items() if ufunc.nin == 1}
-"""numpy's loop over an object array calls ``entry.exp()`` for ``np.exp``: mini's primitive."""
+def _entry_method(prim):
+    """``entry.exp()``, which numpy's loop over an object array calls for ``np.exp``: mini's
+    primitive of the entry."""
+    def method(self):
+        return prim(self)
+    method.__name__ = prim.__name__
+    return method
+
+
+def _refused_ufunc(name):
+    """The method numpy's loop over an object array calls for a ufunc that mini does not trace
+    (``entry.sin()`` for ``np.sin``): the error names the ufunc, where numpy would report a
+    missing method."""
+    def refuse(self, *args, **kwargs):
+        raise untraced(f"numpy.{name}")
+    return refuse
+
+
+def _refused_array_attribute(name):
+    """An array method or attribute mini does not trace (``x.max``), named by the error."""
+    def refuse(self):
+        raise AttributeError(f"mini does not trace the array method or attribute .{name} of a "
+                             "traced value; use a mini primitive (mini.sum, mini.reshape, ...) or "
+                             "add one with mini.primitive and mini.defvjp")
+    return property(refuse)
+
+
+def _define_entry_methods(cls):
+    """Give ``cls`` its entry methods, and a named refusal for each ufunc mini does not trace
+    and each other array attribute, once.  Attributes of the class, not a ``__getattr__``: a
+    class with one has every attribute of its instances (``node.parents``, ``box.value``) looked
+    up the slow way, and the reverse pass reads them for every node."""
+    for ufunc, prim in UFUNCS.items():
+        if ufunc.nin == 1:
+            setattr(cls, ufunc.__name__, _entry_method(prim))
+    for name, value in vars(np).items():
+        if isinstance(value, np.ufunc) and not hasattr(cls, name):
+            setattr(cls, name, _refused_ufunc(name))
+    for name in dir(np.ndarray):
+        if not name.startswith("__") and not hasattr(cls, name):
+            setattr(cls, name, _refused_array_attribute(name))
+
+
+_define_entry_methods(TracedValue)
 
 _QUERIES = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like}
 """numpy functions that read only shapes and types: answered from the value, untraced."""
-
-
-def _refuse_ufunc(name, *args, **kwargs):
-    """An entry's method for a numpy ufunc that mini does not trace: the error names the ufunc
-    (numpy would otherwise report that the entry has no such method)."""
-    raise untraced(f"numpy.{name}")
 
 
 def _called_from_numpy_methods():
