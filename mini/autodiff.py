@@ -75,10 +75,12 @@ def make_vjp(fun, *args, argnum=0):
     if not traced:
         _refuse_untraceable_output(fun, end)
 
+    inputs = set(starts)
+
     def vjp(g):
-        with _CollectorPaused():
-            grads = backward_pass(g, end) if traced else {}
-        if grads.keys().isdisjoint(starts):
+        with _CollectorPaused():       # the inputs' gradients alone: the others are freed as it goes
+            grads = backward_pass(g, end, only=inputs) if traced else {}
+        if not grads:
             warnings.warn(f"{_name(fun)}: the output does not depend on argument {argnum}, so its "
                           "gradient is zero", stacklevel=2)
         leaf_grads = iter([_own(grads[s]) if s in grads else zeros_like(s.value)

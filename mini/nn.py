@@ -218,12 +218,17 @@ def _label_positions(labels, logits):
 
 
 def _checked_labels(labels, num_classes):
-    """The array ``labels``, after checking that each names one of ``num_classes`` classes."""
-    if labels.size:         # the ufuncs' own reductions: ``labels.min()`` is a Python function
-        lowest, highest = np.minimum.reduce(labels, axis=None), np.maximum.reduce(labels, axis=None)
-        if lowest < 0 or highest >= num_classes:
-            raise ValueError(f"labels must lie in 0..{num_classes - 1} for logits with "
-                             f"{num_classes} classes; got labels from {lowest} to {highest}")
+    """The array ``labels``, after checking that each names one of ``num_classes`` classes.
+
+    One pass over the labels checks both ends: read as unsigned integers, a negative label (which
+    numpy's indexing would count from the end) is larger than any class."""
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"labels must be integers, the class numbers 0, 1, ...; got {labels.dtype} "
+                        "labels")
+    if labels.size and np.maximum.reduce(labels.astype(np.uintp), axis=None) >= num_classes:
+        raise ValueError(f"labels must lie in 0..{num_classes - 1} for logits with "
+                         f"{num_classes} classes; got labels from {labels.min()} to "
+                         f"{labels.max()}")
     return labels
 
 

@@ -13,21 +13,30 @@ from mini.primitives import add, vjp_of
 
 
 @answer("lab3", "backward_pass")
-def backward_pass(g, end_node):
+def backward_pass(g, end_node, only=None):
     """Propagate ``g`` = d(final)/d(end_node) back through the graph (L05 slide 27).
 
     Nodes are visited in reverse topological order, so when a node is reached every node that reads
     it has already sent back its share.  Its total gradient is passed to each VJP of its primitive,
     and each parent receives the result, added by :func:`add_outgrads` to what it already has.
 
+    ``only``, a set of nodes, asks for their gradients alone: every other node's total is dropped
+    once it has been passed on, so the pass holds the gradients still to be passed on and none
+    that are done with, as PyTorch keeps ``.grad`` only for the tensors that ask for it.
+    ``mini.grad`` asks for its inputs'.  A chain of any length then holds one or two gradients
+    at a time, and a training step one array of a layer's size fewer (a memory the next array
+    reuses while it is still in the cache).
+
     Returns:
-        dict mapping every node of the graph to its gradient (the lecture's x_bar for each x).
+        dict mapping every node of the graph (with ``only``: every node of ``only`` that
+        ``end_node`` depends on) to its gradient (the lecture's x_bar for each x).
     """
     grads = {end_node: g}
     for node in reversed(toposort(end_node)):
+        g = grads[node] if only is None or node in only else grads.pop(node)
         if not node.parents:                    # an input: nothing to pass on
             continue
-        g, fun, kwargs = grads[node], node.fun, node.kwargs
+        fun, kwargs = node.fun, node.kwargs
         ans, args = node.vjp_operands()
         for argnum, parent in zip(node.parent_argnums, node.parents):
             parent_grad = vjp_of(fun, argnum)(g, ans, *args, **kwargs)

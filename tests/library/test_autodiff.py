@@ -1,6 +1,7 @@
 """mini.autodiff against closed forms, the autograd package and central differences; random
 programs from autograder.checks.programs, run with mini and with autograd.numpy."""
 import warnings
+import weakref
 
 import autograd
 import autograd.numpy as anp
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mini
+from mini.autodiff import Box
 from autograder.checks.programs import listing
 from support.random_programs import autograd_call, loss_of, programs
 
@@ -157,3 +159,43 @@ def test_check_grads_reports_argument_and_index():
     mini.defvjp(bad, lambda g, ans, x: g * 3 * x)          # should be 3 x^2
     with pytest.raises(AssertionError, match=r"argument 0 \(shape \(3,\)\) is wrong at index"):
         mini.check_grads(lambda x: mini.sum(bad(x)), np.array([1.0, 2.0, 3.0]))
+
+
+def test_backward_pass_with_only_returns_those_gradients_and_frees_the_rest_as_it_goes():
+    """Along a chain of 12 nodes, the full pass still holds every gradient it has passed on when
+    it calls the last VJP; with ``only`` (what mini.grad asks for), none: each is freed as soon
+    as its node is done.  The gradients asked for are the full pass's."""
+    held = []                               # per VJP call: gradients passed on still alive
+    passed_on = []
+
+    @mini.primitive
+    def scaled(x):
+        return 1.5 * x
+
+    def scaled_vjp(g, ans, x):
+        held.append(sum(ref() is not None for ref in passed_on))
+        passed_on.append(weakref.ref(g))
+        return 1.5 * g
+
+    mini.defvjp(scaled, scaled_vjp)
+    rng = np.random.default_rng(0)
+    x = Box(rng.standard_normal(4))
+    end = x
+    for _ in range(12):
+        end = scaled(end)
+    seed = rng.standard_normal(4)
+    full = mini.backward_pass(seed.copy(), end)
+    assert held == list(range(12)) and len(full) == 13
+    held.clear(), passed_on.clear()
+    only = mini.backward_pass(seed.copy(), end, only={x})
+    assert held == [0] * 12
+    assert list(only) == [x]
+    np.testing.assert_array_equal(only[x], full[x])
+
+    def chain(v):
+        for _ in range(12):
+            v = scaled(v)
+        return mini.sum(v * seed)
+    held.clear(), passed_on.clear()
+    np.testing.assert_array_equal(mini.grad(chain)(x.value), full[x])
+    assert held == [0] * 12                 # mini.grad keeps its inputs' gradients alone

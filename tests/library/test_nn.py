@@ -80,9 +80,21 @@ def test_softmax_cross_entropy_gradient_is_softmax_minus_one_hot_and_central_dif
         (softmax - np.eye(4)[labels]) / len(labels), rtol=1e-12, atol=1e-15)
 
 
-def test_labels_out_of_range_are_named():
-    with pytest.raises(ValueError, match=r"labels must lie in 0..1 .* got labels from 0 to 2"):
-        nn.softmax_cross_entropy(np.zeros((3, 2)), np.array([0, 1, 2]))
+@pytest.mark.parametrize("labels, lowest, highest", [([0, 1, 2], 0, 2), ([1, -1, 0], -1, 1)])
+@pytest.mark.parametrize("use", ["loss", "gradient", "one_hot_like"])
+def test_labels_out_of_range_are_named(use, labels, lowest, highest):
+    """Too large, or negative (which numpy's indexing would read as counting from the end)."""
+    compute = {"loss": nn.softmax_cross_entropy,
+               "gradient": lambda z, y: nn.softmax_cross_entropy_grad(1.0, z, y),
+               "one_hot_like": lambda z, y: nn.one_hot_like(y, z)}[use]
+    with pytest.raises(ValueError, match=rf"labels must lie in 0..1 .* got labels from {lowest} "
+                                         rf"to {highest}"):
+        compute(np.zeros((3, 2)), np.array(labels))
+
+
+def test_labels_that_are_not_integers_are_named():
+    with pytest.raises(TypeError, match=r"labels must be integers.*got float64 labels"):
+        nn.softmax_cross_entropy(np.zeros((3, 2)), np.array([0.0, 1.0, 1.0]))
 
 
 def test_labels_of_the_wrong_shape_are_named():
