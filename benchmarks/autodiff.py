@@ -1,7 +1,7 @@
 """mini against the autograd package (HIPS) and against numpy by hand: the same programs, timed
 side by side in one process.
 
-    python benchmarks/autodiff.py [--repeats 51]
+    python benchmarks/autodiff.py [--repeats 51] [--seconds 3]
 
 Three programs, each written once with mini's primitives and once with ``autograd.numpy``:
 
@@ -24,10 +24,12 @@ When PyTorch is importable, each program also runs in PyTorch eager mode (float6
 gradient by ``torch.autograd.grad``), held to one thread like numpy; otherwise its column says "not
 installed" (``pip install -e .[bench]``; the CPU-only torch wheel is enough, see pyproject.toml).
 
-Each cell is the median of ``--repeats`` timings after warm-up runs that are not counted; mini,
-autograd, PyTorch and the step by hand alternate within each repeat, in a random order, so all see
-the same machine state.  Even so, on a shared machine the classifier's ratios move by up to
-0.03 from one run to the next: a figure near a target needs several runs.  The targets are
+Each cell is the median of the timings of a row's repeats, after warm-up runs that are not
+counted: at least ``--repeats`` of them, and as many more as fit in ``--seconds``, so that the
+classifier's step (a few milliseconds) is timed over a thousand or so.  mini, autograd, PyTorch
+and the step by hand alternate within each repeat, in a random order, so all see the same
+machine state.  On a shared machine, with 51 repeats the classifier's ratios moved by up to 0.03
+from one run to the next; over three seconds, by under 0.01.  The targets are
 mini / autograd <= 0.5 and mini / PyTorch <= 1.0 on every row, and mini / by hand <= 1.25 where
 there is a hand-written step.  numpy is held to one thread, so the numbers describe one core.
 """
@@ -207,8 +209,9 @@ def _assert_same(name, ours, theirs):
         assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{name}: gradients differ at {key}"
 
 
-def median_seconds(thunks, repeats, warmup=2):
-    """Median wall time of each thunk, alternating between them in every repeat.
+def median_seconds(thunks, repeats, seconds=0.0, warmup=2):
+    """Median wall time of each thunk, alternating between them in every repeat, over at least
+    ``repeats`` repeats and at least ``seconds`` seconds.
 
     Each repeat runs them in a new random order (seeded), so that each thunk follows each of
     the others equally often: a thunk finds the caches as the one before it left them, and
@@ -218,8 +221,8 @@ def median_seconds(thunks, repeats, warmup=2):
     for _ in range(warmup):
         for thunk in thunks:
             thunk()
-    times, orders = [[] for _ in thunks], random.Random(0)
-    for _ in range(repeats):
+    times, orders, began = [[] for _ in thunks], random.Random(0), time.perf_counter()
+    while len(times[0]) < repeats or time.perf_counter() - began < seconds:
         for i in orders.sample(range(len(thunks)), len(thunks)):
             start = time.perf_counter()
             thunks[i]()
@@ -229,7 +232,9 @@ def median_seconds(thunks, repeats, warmup=2):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=51)
+    parser.add_argument("--repeats", type=int, default=51, help="the fewest repeats of a row")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="the shortest time a row's repeats take together")
     args = parser.parse_args(argv)
     rows = programs()
     check_agreement(rows)
@@ -238,7 +243,8 @@ def main(argv=None):
           f"{'by hand (ms)':>14}{'mini/autograd':>15}{'mini/PyTorch':>14}{'mini/by hand':>14}"
           f"  targets (<= {TARGET_AUTOGRAD}, <= {TARGET_PYTORCH}, <= {TARGET_BY_HAND})")
     for name, thunks in rows.items():
-        timed = iter(median_seconds([t for t in thunks if t is not None], args.repeats))
+        timed = iter(median_seconds([t for t in thunks if t is not None], args.repeats,
+                                    args.seconds))
         ours, theirs, pytorch, by_hand = (None if t is None else next(timed) for t in thunks)
         ratio = ours / theirs
         pytorch_ms, mini_over_pytorch = _column(ours, pytorch, "not installed")
