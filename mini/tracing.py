@@ -217,7 +217,7 @@ def _define_entry_methods(cls):
         if ufunc.nin == 1:
             setattr(cls, ufunc.__name__, _entry_method(prim))
     for name, value in vars(np).items():
-        if isinstance(value, np.ufunc) and not hasattr(cls, name):
+        if isinstance(value, np.ufunc) and value not in UFUNCS and not hasattr(cls, name):
             setattr(cls, name, _refused_ufunc(name))
     for name in dir(np.ndarray):
         if not name.startswith("__") and not hasattr(cls, name):

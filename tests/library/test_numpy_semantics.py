@@ -306,3 +306,15 @@ def test_array_methods_mini_does_not_trace_are_named():
                                              r"\.max of a traced value"):
         mini.grad(lambda x: x.max())(np.ones(3))
     assert not hasattr(mini.autodiff.Box(1.0), "__array_interface__")
+
+
+def test_a_traced_value_never_calls_a_ufunc_mini_traces_untraced():
+    """numpy's loops over object arrays call ``entry.sin()`` for ``np.sin``, so a traced value
+    refuses the ufuncs mini does not trace by name; ``np.add`` and ``np.maximum`` it traces,
+    so ``x.add`` is just a missing attribute, not "mini cannot trace numpy.add"."""
+    box = mini.autodiff.Box(1.0)
+    for name in ("add", "maximum", "matmul", "greater"):
+        with pytest.raises(AttributeError):
+            getattr(box, name)
+    with pytest.raises(TypeError, match="mini cannot trace numpy.sin"):
+        box.sin()
