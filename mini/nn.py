@@ -173,7 +173,8 @@ def softmax_cross_entropy(logits, labels):
     every training step.
     """
     logits = np.asarray(logits)
-    shifted = _rows(logits) - np.maximum.reduce(_rows(logits), axis=1, keepdims=True)
+    rows = _rows(logits)
+    shifted = rows - np.maximum.reduce(rows, axis=1, keepdims=True)
     log_normalizers = np.log(np.add.reduce(np.exp(shifted), axis=1))
     picked = shifted[_label_positions(labels, logits)] - log_normalizers
     return -(np.add.reduce(picked) / picked.size)
